@@ -1,0 +1,113 @@
+"""Turn llama-server's cumulative counters into a per-token origin (draft or target) and steps.
+
+How llama-server reports speculative decoding (verified against /metrics on real servers): every
+streamed chunk carries cumulative ``timings.draft_n`` and ``timings.draft_n_accepted``. Both jump on
+the *first chunk of a verification step*. With ``a`` tokens newly accepted, that chunk's token and the
+next ``a - 1`` are accepted drafts, and the token after them is the target's own (the one that
+replaced the rejected rest of the draft, ``draft_n`` delta - ``a`` tokens). Tokens are counted by
+the cumulative ``tokens_predicted`` / ``predicted_n``, not by chunks: held-back UTF-8 or stop text
+can merge several tokens into one chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from spectui.core.events import StepEvent, TokenEvent, TokenOrigin
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkCounters:
+    """What attribution needs from one chunk, whatever the endpoint."""
+
+    text: str
+    """Text released by the chunk."""
+    predicted_n: int | None
+    """Cumulative tokens generated (None when the chunk does not say)."""
+    draft_n: int
+    """Cumulative draft tokens proposed."""
+    draft_accepted: int
+    """Cumulative draft tokens accepted."""
+
+
+@dataclass(slots=True)
+class Attributor:
+    """Stateful attribution over one response; feed chunks in order."""
+
+    tokens: int = 0
+    """Tokens attributed so far."""
+    steps: int = 0
+    """Verification steps seen so far."""
+    drafted: int = 0
+    """Cumulative draft tokens (as last reported)."""
+    accepted: int = 0
+    """Cumulative accepted draft tokens (as last reported)."""
+    accepted_per_position: list[int] = field(default_factory=list)
+    """Steps that accepted a token at each draft position."""
+    anomalies: int = 0
+    """Times the counters did not fit the model above (a step began before the last one ended)."""
+    _drafts_pending: int = 0
+    _target_pending: bool = False
+    _rejected_pending: int = 0
+
+    def feed(self, chunk: ChunkCounters, t: float = 0.0) -> list[TokenEvent | StepEvent]:
+        """Attribute one chunk; returns the step (if one began) and the chunk's token events."""
+        events: list[TokenEvent | StepEvent] = []
+        new_drafted = chunk.draft_n - self.drafted
+        new_accepted = chunk.draft_accepted - self.accepted
+        if new_drafted > 0:
+            if self._drafts_pending:
+                self.anomalies += 1
+            events.append(
+                StepEvent(
+                    t=t,
+                    index=self.steps,
+                    drafted=new_drafted,
+                    accepted=new_accepted,
+                    first_token=self.tokens,
+                )
+            )
+            self.steps += 1
+            self.drafted, self.accepted = chunk.draft_n, chunk.draft_accepted
+            self._record_positions(new_accepted)
+            self._drafts_pending = new_accepted
+            self._target_pending = True
+            self._rejected_pending = new_drafted - new_accepted
+
+        count = self._token_count(chunk)
+        for offset in range(count):
+            # The text belongs to the token that completed it: the last one of the chunk.
+            text = chunk.text if offset == count - 1 else ""
+            events.append(self._next_token(text, t))
+        return events
+
+    def _token_count(self, chunk: ChunkCounters) -> int:
+        if chunk.predicted_n is None:
+            return 1 if chunk.text else 0
+        return max(chunk.predicted_n - self.tokens, 0)
+
+    def _record_positions(self, accepted: int) -> None:
+        if len(self.accepted_per_position) < accepted:
+            self.accepted_per_position.extend([0] * (accepted - len(self.accepted_per_position)))
+        for position in range(accepted):
+            self.accepted_per_position[position] += 1
+
+    def _next_token(self, text: str, t: float) -> TokenEvent:
+        index = self.tokens
+        self.tokens += 1
+        step = self.steps - 1 if self.steps else None
+        if self._drafts_pending:
+            self._drafts_pending -= 1
+            return TokenEvent(t=t, index=index, text=text, origin=TokenOrigin.DRAFT, step=step)
+        if self._target_pending:
+            self._target_pending = False
+            rejected, self._rejected_pending = self._rejected_pending, 0
+            return TokenEvent(
+                t=t,
+                index=index,
+                text=text,
+                origin=TokenOrigin.TARGET,
+                step=step,
+                rejected_before=rejected,
+            )
+        return TokenEvent(t=t, index=index, text=text, origin=TokenOrigin.TARGET, step=None)

@@ -1,0 +1,76 @@
+"""The engine's face to a UI or a headless command: one server, runs streamed as typed events.
+
+`Engine` is the protocol the TUI programs against; `spectui.core.session.LiveEngine` implements it
+over a real llama-server (launched or attached) and tests use a fake with the same shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from spectui.core.events import EngineEvent
+from spectui.core.request import GenerationRequest
+from spectui.core.specconfig import SpecConfig
+
+
+class ServerInfo(BaseModel):
+    """What the server pane shows about the server."""
+
+    model_config = ConfigDict(frozen=True)
+
+    mode: Literal["launched", "attached"]
+    """Whether spectui started the server or attached to one."""
+    url: str
+    """Base URL, e.g. http://127.0.0.1:8080."""
+    binary: Path | None = None
+    """The llama-server executable (None when attached to a process spectui cannot see)."""
+    version: str | None = None
+    """`llama-server --version` of that binary."""
+    model: str | None = None
+    """Model path or alias."""
+    spec: SpecConfig | None = None
+    """Spec configuration in effect (None when unknown, e.g. attached to a remote server)."""
+    pid: int | None = None
+    """Server process id, when it runs on this machine."""
+    can_switch: bool = False
+    """Whether spec switching is possible (launched, or a local server that may be adopted)."""
+    needs_adopt: bool = False
+    """Switching would restart a process spectui did not start: ask the user first."""
+
+
+class Engine(Protocol):
+    """A server plus the ability to stream runs from it."""
+
+    @property
+    def info(self) -> ServerInfo:
+        """Current description of the server."""
+        ...
+
+    @property
+    def spec_types(self) -> tuple[str, ...]:
+        """Spec types this binary's --help lists (empty when unknown, e.g. remote attach)."""
+        ...
+
+    def start(self) -> AsyncIterator[EngineEvent]:
+        """Launch (or connect to) the server; yields state events until ready or failed."""
+        ...
+
+    def switch_spec(self, spec: SpecConfig, *, adopt: bool = False) -> AsyncIterator[EngineEvent]:
+        """Restart the server with another spec config; yields state events until ready/failed."""
+        ...
+
+    def run(self, request: GenerationRequest) -> AsyncIterator[EngineEvent]:
+        """Stream one generation: tokens, steps, metrics snapshots, memory, then summary/error."""
+        ...
+
+    def log_tail(self, lines: int = 50) -> list[str]:
+        """The server's most recent log lines (empty when attached to a remote server)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop everything spectui started; idempotent."""
+        ...

@@ -1,0 +1,1 @@
+"""The Textual user interface; draws only what `spectui.core` reports."""
