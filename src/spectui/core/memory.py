@@ -1,0 +1,86 @@
+"""Server memory: RSS and RSS-minus-shared over the process tree, GPU memory via NVML if present.
+
+llama-server mmaps the model, so its RSS includes file-backed pages shared with the page cache;
+RSS minus shared is what the process really owns. Both are reported, summed over the process
+and its children.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import psutil
+
+from spectui.core.events import MemoryEvent
+
+
+class _Nvml:
+    """Lazy NVML access; ``available`` is False (with a reason) where there is no GPU or library."""
+
+    def __init__(self) -> None:
+        self.available = False
+        self.reason = "not initialised"
+        self._lib: Any = None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+        except ImportError:
+            self.reason = "nvidia-ml-py not installed (pip install 'spectui[gpu]')"
+        except Exception as error:  # NVMLError has many subclasses; any means "no GPU here"
+            self.reason = f"NVML unavailable: {error}"
+        else:
+            self._lib = pynvml
+            self.available = True
+            self.reason = "ok"
+
+    def process_bytes(self, pids: set[int]) -> int | None:
+        """GPU memory used by these processes over all devices."""
+        if not self.available:
+            return None
+        lib = self._lib
+        total = 0
+        for index in range(lib.nvmlDeviceGetCount()):
+            handle = lib.nvmlDeviceGetHandleByIndex(index)
+            for proc in lib.nvmlDeviceGetComputeRunningProcesses(handle):
+                if proc.pid in pids and proc.usedGpuMemory:
+                    total += int(proc.usedGpuMemory)
+        return total
+
+
+_nvml: _Nvml | None = None
+
+
+def nvml() -> _Nvml:
+    """The process-wide NVML handle (initialised on first use)."""
+    global _nvml
+    if _nvml is None:
+        _nvml = _Nvml()
+    return _nvml
+
+
+class MemorySampler:
+    """Samples one process tree's memory; cheap enough to call at 2 Hz."""
+
+    def __init__(self, pid: int, *, use_gpu: bool = True) -> None:
+        self.pid = pid
+        self._use_gpu = use_gpu
+
+    def sample(self, t: float = 0.0) -> MemoryEvent | None:
+        """One sample, or None when the process is gone or not ours to inspect."""
+        try:
+            root = psutil.Process(self.pid)
+            procs = [root, *root.children(recursive=True)]
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return None
+        rss = owned = 0
+        pids: set[int] = set()
+        for proc in procs:
+            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+                info = proc.memory_info()
+                rss += info.rss
+                owned += info.rss - getattr(info, "shared", 0)
+                pids.add(proc.pid)
+        gpu = nvml().process_bytes(pids) if self._use_gpu else None
+        return MemoryEvent(t=t, rss_bytes=rss, rss_minus_shared_bytes=owned, gpu_bytes=gpu)

@@ -1,0 +1,110 @@
+"""Per-run metrics computed from the engine's events, on the client's clock.
+
+Rates divide by *measured* intervals between token arrivals, never by nominal ones, so a burst of
+accepted drafts arriving together counts for what it is. The same tracker recomputes a recorded
+session's numbers on replay, so live and replayed summaries agree by construction.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from spectui.core.events import MemoryEvent, RunMetrics, StepEvent, TokenEvent, TokenOrigin
+from spectui.core.protocol import Timings
+
+ROLLING_WINDOW_S = 2.0
+"""Width of the window behind 'tokens/s now'."""
+
+
+@dataclass(slots=True)
+class MetricsTracker:
+    """Accumulates one run's events; `snapshot()` gives the numbers at any moment."""
+
+    tokens: int = 0
+    draft_tokens: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    steps: int = 0
+    accepted_per_position: list[int] = field(default_factory=list)
+    first_token_t: float | None = None
+    last_token_t: float | None = None
+    prompt_tokens: int | None = None
+    prompt_tokens_per_second: float | None = None
+    peak_rss: int | None = None
+    peak_rss_minus_shared: int | None = None
+    peak_gpu: int | None = None
+    _window: deque[tuple[float, int]] = field(default_factory=deque)
+
+    def on_token(self, token: TokenEvent) -> None:
+        """Count a token and when it arrived."""
+        self.tokens += 1
+        if token.origin is TokenOrigin.DRAFT:
+            self.draft_tokens += 1
+        if self.first_token_t is None:
+            self.first_token_t = token.t
+        self.last_token_t = token.t
+        self._window.append((token.t, self.tokens))
+        while self._window and self._window[0][0] < token.t - ROLLING_WINDOW_S:
+            self._window.popleft()
+
+    def on_step(self, step: StepEvent) -> None:
+        """Count a verification step and its per-position acceptance."""
+        self.steps += 1
+        self.drafted += step.drafted
+        self.accepted += step.accepted
+        missing = step.accepted - len(self.accepted_per_position)
+        if missing > 0:
+            self.accepted_per_position.extend([0] * missing)
+        for position in range(step.accepted):
+            self.accepted_per_position[position] += 1
+
+    def on_timings(self, timings: Timings) -> None:
+        """Take the prompt numbers from the server's timings (the client cannot see them)."""
+        if timings.prompt_n:
+            self.prompt_tokens = timings.prompt_n
+            self.prompt_tokens_per_second = timings.prompt_per_second or None
+
+    def on_memory(self, sample: MemoryEvent) -> None:
+        """Track peak memory."""
+        self.peak_rss = max(self.peak_rss or 0, sample.rss_bytes)
+        self.peak_rss_minus_shared = max(
+            self.peak_rss_minus_shared or 0, sample.rss_minus_shared_bytes
+        )
+        if sample.gpu_bytes is not None:
+            self.peak_gpu = max(self.peak_gpu or 0, sample.gpu_bytes)
+
+    def decode_rate(self) -> float | None:
+        """Tokens after the first / time from first to last token."""
+        if self.first_token_t is None or self.last_token_t is None or self.tokens < 2:
+            return None
+        elapsed = self.last_token_t - self.first_token_t
+        return (self.tokens - 1) / elapsed if elapsed > 0 else None
+
+    def rolling_rate(self) -> float | None:
+        """Tokens/s over the last window, divided by the window's measured span."""
+        if len(self._window) < 2:
+            return None
+        (t_old, n_old), (t_new, n_new) = self._window[0], self._window[-1]
+        return (n_new - n_old) / (t_new - t_old) if t_new > t_old else None
+
+    def snapshot(self, now: float | None = None) -> RunMetrics:
+        """The numbers so far; ``now`` (seconds since the request) extends total time while live."""
+        end = now if now is not None else self.last_token_t
+        return RunMetrics(
+            tokens=self.tokens,
+            draft_tokens=self.draft_tokens,
+            drafted=self.drafted,
+            accepted=self.accepted,
+            steps=self.steps,
+            accepted_per_position=list(self.accepted_per_position),
+            ttft_ms=None if self.first_token_t is None else self.first_token_t * 1000,
+            total_ms=None if end is None else end * 1000,
+            tokens_per_second=self.decode_rate(),
+            tokens_per_second_now=self.rolling_rate(),
+            prompt_tokens=self.prompt_tokens,
+            prompt_tokens_per_second=self.prompt_tokens_per_second,
+            peak_rss_bytes=self.peak_rss,
+            peak_rss_minus_shared_bytes=self.peak_rss_minus_shared,
+            peak_gpu_bytes=self.peak_gpu,
+        )

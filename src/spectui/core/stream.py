@@ -1,0 +1,291 @@
+"""Stream one generation from llama-server and turn it into typed, attributed events.
+
+`ChunkProcessor` is the pure part (SSE data -> events); `StreamRun` adds the network: httpx with
+no read timeout on the open stream, a stall watchdog instead, memory samples at <= 2 Hz, metric
+snapshots at ~10 Hz, and a `cancel()` that ends the run with a summary instead of an exception.
+The reader runs in its own task and hands events over through a queue, so a slow consumer never
+trips the stall watchdog and a timeout never fires inside the consumer's code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+
+import httpx
+from httpx_sse import aconnect_sse
+from pydantic import ValidationError
+
+from spectui.core.attribution import Attributor, ChunkCounters
+from spectui.core.errors import AuthError, StreamError
+from spectui.core.events import (
+    EngineEvent,
+    ErrorEvent,
+    MetricsEvent,
+    PromptProgressEvent,
+    SummaryEvent,
+    TokenEvent,
+)
+from spectui.core.memory import MemorySampler
+from spectui.core.metrics import MetricsTracker
+from spectui.core.protocol import ChatChunk, CompletionChunk, ErrorBody, Timings
+from spectui.core.request import GenerationRequest
+
+_FINISH_REASONS = {"length": "limit", "stop": "eos"}
+
+
+class ChunkProcessor:
+    """SSE `data:` payloads in, attributed events out; also keeps the run's metrics and text."""
+
+    def __init__(self, *, chat: bool) -> None:
+        self.chat = chat
+        self.attributor = Attributor()
+        self.tracker = MetricsTracker()
+        self.text_parts: list[str] = []
+        self.last_timings: Timings | None = None
+        self.stop_reason = ""
+
+    def feed(self, data: str, t: float) -> list[EngineEvent]:
+        """Process one payload; raises StreamError for an error payload or unparsable data."""
+        try:
+            raw = json.loads(data)
+        except json.JSONDecodeError as error:
+            raise StreamError(f"the server sent data that is not JSON: {data[:80]!r}") from error
+        if isinstance(raw, dict) and "error" in raw:
+            raise StreamError(_error_message(raw))
+        try:
+            counters, progress = self._counters(raw)
+        except ValidationError as error:
+            raise StreamError(f"unexpected chunk from the server: {data[:80]!r}") from error
+        events: list[EngineEvent] = []
+        if progress is not None:
+            events.append(progress.model_copy(update={"t": t}))
+        if counters is None:
+            return events
+        for event in self.attributor.feed(counters, t):
+            if isinstance(event, TokenEvent):
+                self.tracker.on_token(event)
+            else:
+                self.tracker.on_step(event)
+            events.append(event)
+        if counters.text:
+            self.text_parts.append(counters.text)
+        return events
+
+    def _counters(self, raw: object) -> tuple[ChunkCounters | None, PromptProgressEvent | None]:
+        if self.chat:
+            chat = ChatChunk.model_validate(raw)
+            text = "".join(choice.delta.content or "" for choice in chat.choices[:1])
+            finish = chat.choices[0].finish_reason if chat.choices else None
+            if finish:
+                self.stop_reason = _FINISH_REASONS.get(finish, finish)
+            timings, progress_raw = chat.timings, chat.prompt_progress
+            predicted = timings.predicted_n if timings else None
+        else:
+            chunk = CompletionChunk.model_validate(raw)
+            text, timings, progress_raw = chunk.content, chunk.timings, chunk.prompt_progress
+            predicted = chunk.tokens_predicted
+            if predicted is None and timings is not None:
+                predicted = timings.predicted_n
+            if chunk.stop and chunk.stop_type:
+                self.stop_reason = chunk.stop_type
+        progress = None
+        if progress_raw is not None:
+            progress = PromptProgressEvent(
+                processed=progress_raw.processed,
+                total=progress_raw.total,
+                cached=progress_raw.cache,
+            )
+        if timings is None:
+            # Chat's first chunk (role only) and progress-only chunks carry no token.
+            return None, progress
+        self.last_timings = timings
+        self.tracker.on_timings(timings)
+        counters = ChunkCounters(
+            text=text,
+            predicted_n=predicted,
+            draft_n=timings.draft_n,
+            draft_accepted=timings.draft_n_accepted,
+        )
+        return counters, progress
+
+    def summary(self, t: float, stop_reason: str | None = None) -> SummaryEvent:
+        """The run's final event."""
+        return SummaryEvent(
+            t=t,
+            metrics=self.tracker.snapshot(),
+            stop_reason=stop_reason or self.stop_reason,
+            server_timings=self.last_timings.as_floats() if self.last_timings else {},
+            text="".join(self.text_parts),
+        )
+
+
+def _error_message(raw: dict[str, object]) -> str:
+    try:
+        detail = ErrorBody.model_validate(raw).error
+    except ValidationError:
+        return f"the server reported an error: {str(raw)[:120]}"
+    return f"the server reported an error ({detail.code or detail.type}): {detail.message}"
+
+
+_DONE = object()
+
+
+class StreamRun:
+    """One streamed generation. Iterate it once; `cancel()` stops it early with a summary."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        base_url: str,
+        request: GenerationRequest,
+        *,
+        memory: MemorySampler | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        metrics_interval_s: float = 0.1,
+        memory_interval_s: float = 0.5,
+    ) -> None:
+        self._http = http
+        self._url = base_url.rstrip("/") + request.endpoint
+        self._request = request
+        self._memory = memory
+        self._clock = clock
+        self._metrics_interval = metrics_interval_s
+        self._memory_interval = memory_interval_s
+        self._queue: asyncio.Queue[EngineEvent | object] = asyncio.Queue()
+        self._cancel_requested = False
+        self._reader: asyncio.Task[None] | None = None
+        self.processor = ChunkProcessor(chat=request.chat)
+        self._t0 = 0.0
+        self._last_memory_t = -1e9
+
+    def cancel(self) -> None:
+        """Stop generating; the run ends with a summary whose stop_reason is 'cancelled'."""
+        self._cancel_requested = True
+        if self._reader is not None:
+            self._reader.cancel()
+
+    def _now(self) -> float:
+        return self._clock() - self._t0
+
+    async def __aiter__(self) -> AsyncIterator[EngineEvent]:
+        self._t0 = self._clock()
+        self._reader = asyncio.create_task(self._read())
+        try:
+            while True:
+                item = await self._queue.get()
+                if item is _DONE:
+                    break
+                yield item  # type: ignore[misc]
+        finally:
+            if not self._reader.done():
+                self._cancel_requested = True
+                self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+
+    async def _read(self) -> None:
+        put = self._queue.put_nowait
+        try:
+            self._sample_memory(put, force=True)
+            await self._stream(put)
+        except asyncio.CancelledError:
+            if not self._cancel_requested:
+                raise
+            self._finish(put, "cancelled")
+        except TimeoutError:
+            self._fail(
+                put,
+                f"the server sent nothing for {self._request.stall_timeout_s:g} s (stalled stream)",
+                "stall",
+            )
+        except AuthError as error:
+            self._fail(put, str(error), "auth")
+        except StreamError as error:
+            self._fail(put, str(error), "http")
+        except httpx.ConnectError:
+            self._fail(put, f"cannot connect to {self._url} (is the server running?)", "connection")
+        except httpx.TransportError as error:
+            self._fail(
+                put,
+                f"the connection to the server broke mid-stream ({type(error).__name__}); "
+                "did the server crash?",
+                "connection",
+            )
+        else:
+            self._finish(put, None)
+        finally:
+            put(_DONE)
+
+    async def _stream(self, put: Callable[[EngineEvent | object], None]) -> None:
+        timeout = httpx.Timeout(connect=10.0, read=None, write=10.0, pool=10.0)
+        stall = self._request.stall_timeout_s
+        loop = asyncio.get_running_loop()
+        last_metrics = 0.0
+        async with asyncio.timeout(stall) as watchdog:
+            async with aconnect_sse(
+                self._http, "POST", self._url, json=self._request.payload(), timeout=timeout
+            ) as source:
+                response = source.response
+                if response.status_code != 200:
+                    body = (await response.aread()).decode(errors="replace")
+                    raise _http_error(response.status_code, body)
+                async for sse in source.aiter_sse():
+                    watchdog.reschedule(loop.time() + stall)
+                    if sse.data == "[DONE]":
+                        break
+                    if sse.event == "error":
+                        raise StreamError(_error_message(_json_or_text(sse.data)))
+                    now = self._now()
+                    for event in self.processor.feed(sse.data, now):
+                        put(event)
+                    self._sample_memory(put)
+                    if now - last_metrics >= self._metrics_interval:
+                        last_metrics = now
+                        put(MetricsEvent(t=now, snapshot=self.processor.tracker.snapshot(now)))
+
+    def _sample_memory(
+        self, put: Callable[[EngineEvent | object], None], *, force: bool = False
+    ) -> None:
+        if self._memory is None:
+            return
+        now = self._now()
+        if not force and now - self._last_memory_t < self._memory_interval:
+            return
+        self._last_memory_t = now
+        sample = self._memory.sample(now)
+        if sample is not None:
+            self.processor.tracker.on_memory(sample)
+            put(sample)
+
+    def _finish(self, put: Callable[[EngineEvent | object], None], reason: str | None) -> None:
+        self._sample_memory(put, force=True)
+        put(self.processor.summary(self._now(), reason))
+
+    def _fail(self, put: Callable[[EngineEvent | object], None], message: str, kind: str) -> None:
+        put(ErrorEvent(t=self._now(), message=message, kind=kind))
+        self._finish(put, "error")
+
+
+def _json_or_text(data: str) -> dict[str, object]:
+    try:
+        parsed = json.loads(data)
+    except json.JSONDecodeError:
+        return {"error": {"message": data}}
+    return parsed if isinstance(parsed, dict) else {"error": {"message": data}}
+
+
+def _http_error(status: int, body: str) -> StreamError | AuthError:
+    if status == 401:
+        return AuthError(
+            "the server rejected the request (401): give its API key with --api-key or "
+            "SPECTUI_API_KEY"
+        )
+    message = _error_message(_json_or_text(body)) if body else f"HTTP {status}"
+    return StreamError(f"{message} (HTTP {status})")
+
+
+__all__ = ["ChunkProcessor", "StreamRun"]
