@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -224,7 +225,7 @@ class StreamRun:
         timeout = httpx.Timeout(connect=10.0, read=None, write=10.0, pool=10.0)
         stall = self._request.stall_timeout_s
         loop = asyncio.get_running_loop()
-        last_metrics = 0.0
+        last_metrics = -math.inf
         async with asyncio.timeout(stall) as watchdog:
             async with aconnect_sse(
                 self._http, "POST", self._url, json=self._request.payload(), timeout=timeout
