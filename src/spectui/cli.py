@@ -1,0 +1,184 @@
+"""Command line: parse arguments -> settings -> run the TUI or a headless command.
+
+Every failure a user can cause ends in one line on stderr and a non-zero exit status; anything
+unexpected is logged with its traceback to the state dir and summarised in one line too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr, ValidationError
+
+from spectui import __version__
+from spectui.config import Settings, state_dir
+from spectui.core.errors import SpectuiError
+
+
+def _launch_options(parser: argparse.ArgumentParser) -> None:
+    server = parser.add_argument_group("server (launch one, or attach with --url)")
+    server.add_argument("--model", type=Path, help="GGUF model to launch llama-server with")
+    server.add_argument(
+        "--url", help="attach to a running llama-server, e.g. http://127.0.0.1:8080"
+    )
+    server.add_argument("--api-key", help="API key of the attached server (or SPECTUI_API_KEY)")
+    server.add_argument("--server-bin", type=Path, help="llama-server executable to use")
+    server.add_argument("--spec-type", help="spec type(s), comma-separated (see `spectui doctor`)")
+    server.add_argument("--draft-model", type=Path, help="draft model for draft-* spec types")
+    server.add_argument("--spec-draft-n-max", type=int, dest="draft_n_max", metavar="N")
+    server.add_argument("--spec-draft-n-min", type=int, dest="draft_n_min", metavar="N")
+    server.add_argument("--ctx-size", type=int, metavar="N", help="context size (default 4096)")
+    server.add_argument("--host", help="interface a launched server binds to (127.0.0.1)")
+    server.add_argument("--port", type=int, help="port of a launched server (default: a free one)")
+
+
+def _sampling_options(parser: argparse.ArgumentParser) -> None:
+    run = parser.add_argument_group("generation")
+    source = run.add_mutually_exclusive_group()
+    source.add_argument("--prompt", help="prompt text")
+    source.add_argument("--prompt-file", type=Path, help="read the prompt from a file")
+    source.add_argument(
+        "--builtin", metavar="KEY", help="a built-in prompt (see `spectui prompts`)"
+    )
+    run.add_argument("--chat", action="store_true", default=None, help="use the chat endpoint")
+    run.add_argument("--n-predict", type=int, metavar="N", help="maximum tokens to generate")
+    run.add_argument("--temperature", type=float, metavar="T", help="sampling temperature (0)")
+    run.add_argument("--seed", type=int, metavar="S", help="sampling seed")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line."""
+    parser = argparse.ArgumentParser(
+        prog="spectui",
+        description="See speculative decoding happen in llama.cpp's llama-server.",
+        epilog="Extra llama-server arguments go after `--`. Settings also come from "
+        "$XDG_CONFIG_HOME/spectui/config.toml and SPECTUI_* environment variables.",
+    )
+    parser.add_argument("--version", action="version", version=f"spectui {__version__}")
+    _launch_options(parser)
+    _sampling_options(parser)
+    parser.add_argument("--run", action="store_true", help="start generating once ready")
+    parser.add_argument("--theme", help="TUI theme (spectui-dark, spectui-light, ...)")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    stream = commands.add_parser("stream", help="stream one generation headless")
+    _launch_options(stream)
+    _sampling_options(stream)
+    stream.add_argument("--format", choices=["text", "jsonl"], default="text")
+
+    doctor = commands.add_parser("doctor", help="which llama-server spectui would use, and why")
+    doctor.add_argument("--server-bin", type=Path, help="llama-server executable to check")
+
+    commands.add_parser("prompts", help="list the built-in prompts")
+    return parser
+
+
+def split_extra(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split at the first `--`: spectui's own arguments, then extra llama-server arguments."""
+    args = list(argv)
+    if "--" in args:
+        cut = args.index("--")
+        return args[:cut], args[cut + 1 :]
+    return args, []
+
+
+_SETTING_FLAGS = {
+    "model": "model",
+    "url": "url",
+    "server_bin": "server_bin",
+    "spec_type": "spec_type",
+    "draft_model": "draft_model",
+    "draft_n_max": "draft_n_max",
+    "draft_n_min": "draft_n_min",
+    "ctx_size": "ctx_size",
+    "host": "host",
+    "port": "port",
+    "chat": "chat",
+    "n_predict": "n_predict",
+    "temperature": "temperature",
+    "seed": "seed",
+    "theme": "theme",
+}
+
+
+def settings_from(args: argparse.Namespace, extra: list[str]) -> Settings:
+    """Settings from file and env, with the command-line flags on top."""
+    settings = Settings()
+    update: dict[str, Any] = {
+        field: getattr(args, flag)
+        for flag, field in _SETTING_FLAGS.items()
+        if getattr(args, flag, None) is not None
+    }
+    if getattr(args, "api_key", None):
+        update["api_key"] = SecretStr(args.api_key)
+    if extra:
+        update["server_args"] = [*settings.server_args, *extra]
+    return Settings.model_validate({**settings.model_dump(), **update})
+
+
+def _report_crash(error: BaseException) -> str:
+    """Write the traceback to a file; return where (the user sees one line, not a traceback)."""
+    folder = state_dir() / "crashes"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"crash-{datetime.now():%Y%m%d-%H%M%S}.txt"
+        path.write_text("".join(traceback.format_exception(error)))
+    except OSError:
+        return "(could not write the traceback)"
+    return f"details in {path}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `spectui` console script."""
+    own, extra = split_extra(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(own)
+    try:
+        return _dispatch(args, extra)
+    except SpectuiError as error:
+        print(f"spectui: {error}", file=sys.stderr)
+        return error.exit_code
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        print(f"spectui: invalid setting {where}: {first['msg']}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("spectui: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # last line of defence: one line, never a traceback
+        print(f"spectui: unexpected error: {error!r} — {_report_crash(error)}", file=sys.stderr)
+        return 1
+
+
+def _dispatch(args: argparse.Namespace, extra: list[str]) -> int:
+    if args.command == "doctor":
+        from spectui.core.doctor import doctor_report, format_doctor
+
+        report = doctor_report(args.server_bin or Settings().server_bin)
+        print(format_doctor(report))
+        return 0 if report.binary else 2
+    if args.command == "prompts":
+        from spectui.core.prompts import BUILTIN_PROMPTS
+
+        for prompt in BUILTIN_PROMPTS:
+            print(f"{prompt.key:<14} {prompt.title} — {prompt.expectation}")
+        return 0
+    settings = settings_from(args, extra)
+    if args.command == "stream":
+        from spectui.commands.stream import run_stream
+
+        return run_stream(settings, args)
+    from spectui.commands.tui import run_tui_command
+
+    return run_tui_command(settings, args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Headless commands and the TUI launcher, one module each."""

