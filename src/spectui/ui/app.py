@@ -1,0 +1,179 @@
+"""The spectui TUI: a router that wires settings, themes and the engine to its screens.
+
+`run_tui` is the entry point for the CLI: it runs the app on one event loop and closes the engine
+on that same loop whatever happens (quit, an exception inside the app, SIGHUP when an SSH
+connection drops, SIGTERM), so a server spectui launched never outlives it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Iterable
+from typing import ClassVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from spectui.config import Settings
+from spectui.core.engine import Engine
+from spectui.core.prompts import DEFAULT_PROMPT_KEY, builtin_prompt
+from spectui.core.request import GenerationRequest
+from spectui.ui.screens.dialogs import NoModelScreen
+from spectui.ui.screens.main import MainScreen
+from spectui.ui.screens.prompt_picker import CUSTOM, PromptChoice, builtin_choice
+from spectui.ui.themes import (
+    DEFAULT_THEME,
+    discover_themes,
+    shipped_theme_dir,
+    spec_variable_defaults,
+    user_theme_dir,
+)
+
+EXIT_SIGNALS = {signal.SIGHUP: 129, signal.SIGTERM: 143}
+"""Signals that end the app cleanly, with the shell's 128+N exit status."""
+
+
+def initial_prompt(settings: Settings, prompt_text: str | None) -> PromptChoice:
+    """The preselected prompt: the given text, else the library's default task."""
+    template = GenerationRequest(
+        prompt="",
+        chat=settings.chat,
+        n_predict=settings.n_predict,
+        temperature=settings.temperature,
+        seed=settings.seed,
+        stall_timeout_s=settings.stall_timeout_s,
+    )
+    if prompt_text is not None:
+        request = template.model_copy(update={"prompt": prompt_text})
+        return PromptChoice(CUSTOM, "custom prompt", request)
+    return builtin_choice(builtin_prompt(DEFAULT_PROMPT_KEY), template)
+
+
+class SpectuiApp(App[None]):
+    """Watch speculative decoding token by token."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "spectui"
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+q", "quit", "Quit", show=False)]
+
+    def __init__(
+        self,
+        engine: Engine | None,
+        settings: Settings,
+        *,
+        prompt_text: str | None = None,
+        autorun: bool = False,
+        no_model_message: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.engine = engine
+        self.settings = settings
+        self.prompt_text = prompt_text
+        self.autorun = autorun
+        self.no_model_message = no_model_message
+        self._theme_problems = self._load_themes(settings.theme)
+
+    @classmethod
+    def no_model(cls, message: str, settings: Settings | None = None) -> SpectuiApp:
+        """An app that only explains how to get a model or point spectui at a server."""
+        return cls(None, settings or Settings(), no_model_message=message)
+
+    def _load_themes(self, wanted: str) -> list[str]:
+        """Register shipped and user themes, pick ``wanted``; return problems to show."""
+        themes, problems = discover_themes(shipped_theme_dir(), user_theme_dir())
+        for theme in themes:
+            self.register_theme(theme)
+        if wanted in self.available_themes:
+            self.theme = wanted
+        else:
+            problems.append(f"unknown theme {wanted!r}; using {DEFAULT_THEME}")
+            if DEFAULT_THEME in self.available_themes:
+                self.theme = DEFAULT_THEME
+        return problems
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        # Any theme (a built-in Textual one picked from the palette too) gets token colours.
+        return spec_variable_defaults(self.current_theme)
+
+    def on_mount(self) -> None:
+        for problem in self._theme_problems:
+            self.notify(problem, title="Theme", severity="warning", timeout=10)
+        if self.engine is None:
+            self.push_screen(NoModelScreen(self.no_model_message or ""))
+            return
+        prompt = initial_prompt(self.settings, self.prompt_text)
+        self.push_screen(MainScreen(self.engine, prompt, autorun=self.autorun))
+
+    @property
+    def main_screen(self) -> MainScreen | None:
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                return screen
+        return None
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        main = self.main_screen
+        if main is None:
+            return
+        yield SystemCommand("Run", "Run the prompt again (r)", main.action_run)
+        yield SystemCommand("Stop", "Stop generating (x)", main.action_stop)
+        yield SystemCommand(
+            "Switch spec type", "Restart with another type (t)", main.action_switch_spec
+        )
+        yield SystemCommand(
+            "Restart server", "Restart or retry the server (R)", main.action_restart
+        )
+        yield SystemCommand("Server log", "Show or hide the server log (l)", main.action_toggle_log)
+        yield SystemCommand("Prompt", "Choose the prompt and sampling (p)", main.action_pick_prompt)
+        yield SystemCommand("Help", "Keys, legend and metrics (?)", main.action_help)
+
+    async def action_quit(self) -> None:
+        """Stop the server (if spectui launched it) before leaving."""
+        main = self.main_screen
+        if main is not None:
+            main.server.bar.set_detail("stopping…")
+            self.workers.cancel_all()
+        if self.engine is not None:
+            await self.engine.aclose()
+        self.exit()
+
+
+async def run_tui_async(app: SpectuiApp) -> int:
+    """Run ``app`` on the current loop; always close its engine on this loop afterwards."""
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+    for signum, code in EXIT_SIGNALS.items():
+        try:
+            loop.add_signal_handler(signum, _exit_on_signal, app, code)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, Windows
+            continue
+        installed.append(signum)
+    try:
+        await app.run_async()
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+        if app.engine is not None:
+            await app.engine.aclose()
+    return app.return_code or 0
+
+
+def _exit_on_signal(app: SpectuiApp, code: int) -> None:
+    # The terminal may be gone (SSH dropped): exit without drawing; aclose runs in run_tui_async.
+    app.exit(return_code=code)
+
+
+def run_tui(
+    engine: Engine, settings: Settings, prompt_text: str | None = None, autorun: bool = False
+) -> int:
+    """Run the TUI; returns the exit status. ``engine.aclose()`` is awaited on every exit."""
+    app = SpectuiApp(engine, settings, prompt_text=prompt_text, autorun=autorun)
+    return asyncio.run(run_tui_async(app))
+
+
+def run_no_model(settings: Settings, message: str) -> int:
+    """Show the "no demo model" screen until the user quits; returns the exit status."""
+    return asyncio.run(run_tui_async(SpectuiApp.no_model(message, settings)))

@@ -1,0 +1,152 @@
+"""From the engine's async iterators to Textual messages: batching, coalescing, ordering.
+
+Tokens are not replaceable, so they are *batched*: buffered and handed over at most every
+``interval`` seconds (20 Hz by default) and at once when the stream goes quiet, so the last tokens
+of a burst never wait for the next event. Snapshots that supersede each other (metrics, memory,
+prompt progress) *coalesce*: only the newest one in a batch is posted. Lifecycle events (server
+state, summary, error) flush what is pending first, so the UI sees everything in stream order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+
+from textual.message import Message
+
+from spectui.core.events import (
+    EngineEvent,
+    ErrorEvent,
+    MemoryEvent,
+    MetricsEvent,
+    PromptProgressEvent,
+    ServerStateEvent,
+    StepEvent,
+    SummaryEvent,
+    TokenEvent,
+)
+from spectui.ui.messages import (
+    MemorySampled,
+    MetricsUpdated,
+    PromptProgressed,
+    RunFailed,
+    RunFinished,
+    ServerStateChanged,
+    TokensArrived,
+)
+
+FLUSH_INTERVAL_S = 0.05
+"""Token batches reach the screen at most this often (20 Hz): smooth, and cheap over SSH."""
+
+Post = Callable[[Message], object]
+
+
+class EventBatcher:
+    """Turns engine events into messages; knows nothing about time or asyncio."""
+
+    def __init__(self) -> None:
+        self._tokens: list[TokenEvent] = []
+        self._steps: list[StepEvent] = []
+        self._progress: PromptProgressEvent | None = None
+        self._metrics: MetricsEvent | None = None
+        self._memory: MemoryEvent | None = None
+        self.terminal_seen = False
+        """Whether a summary or an error ended the stream."""
+
+    @property
+    def pending(self) -> bool:
+        """Whether a flush would post anything."""
+        return bool(self._tokens or self._steps or self._progress or self._metrics or self._memory)
+
+    def add(self, event: EngineEvent) -> list[Message]:
+        """Buffer ``event``; return what must be posted right away (in order)."""
+        if isinstance(event, TokenEvent):
+            self._tokens.append(event)
+        elif isinstance(event, StepEvent):
+            self._steps.append(event)
+        elif isinstance(event, PromptProgressEvent):
+            self._progress = event
+        elif isinstance(event, MetricsEvent):
+            self._metrics = event
+        elif isinstance(event, MemoryEvent):
+            self._memory = event
+        elif isinstance(event, ServerStateEvent):
+            return [*self.flush(), ServerStateChanged(event)]
+        elif isinstance(event, SummaryEvent):
+            self.terminal_seen = True
+            return [*self.flush(), RunFinished(event)]
+        elif isinstance(event, ErrorEvent):
+            self.terminal_seen = True
+            return [*self.flush(), RunFailed(event)]
+        return []
+
+    def flush(self) -> list[Message]:
+        """Everything buffered, as messages: tokens first, then the newest snapshots."""
+        out: list[Message] = []
+        if self._tokens or self._steps:
+            out.append(TokensArrived(tuple(self._tokens), tuple(self._steps)))
+            self._tokens, self._steps = [], []
+        if self._progress is not None:
+            out.append(PromptProgressed(self._progress))
+        if self._metrics is not None:
+            out.append(MetricsUpdated(self._metrics))
+        if self._memory is not None:
+            out.append(MemorySampled(self._memory))
+        self._progress = self._metrics = self._memory = None
+        return out
+
+
+async def pump(
+    events: AsyncIterator[EngineEvent], post: Post, *, interval: float = FLUSH_INTERVAL_S
+) -> bool:
+    """Iterate ``events`` to the end, posting messages; True when a summary or error ended it.
+
+    Cancelling the caller (the user pressed stop, or a spec switch needs the server) cancels the
+    pending read, which the engine sees as a cancellation inside its iterator, and closes it.
+    """
+    batcher = EventBatcher()
+    loop = asyncio.get_running_loop()
+    last_flush = loop.time()
+
+    def flush() -> None:
+        nonlocal last_flush
+        for message in batcher.flush():
+            post(message)
+        last_flush = loop.time()
+
+    iterator = aiter(events)
+    try:
+        while True:
+            # Read in a task so a quiet stream can time out the wait and flush, without
+            # cancelling the read itself (which would close the engine's generator).
+            read = asyncio.ensure_future(anext(iterator))
+            try:
+                while True:
+                    timeout = None
+                    if batcher.pending:
+                        timeout = max(0.0, last_flush + interval - loop.time())
+                    done, _ = await asyncio.wait({read}, timeout=timeout)
+                    if done:
+                        break
+                    flush()
+            except BaseException:
+                read.cancel()
+                with contextlib.suppress(BaseException):
+                    await read
+                raise
+            try:
+                event = read.result()
+            except StopAsyncIteration:
+                break
+            for message in batcher.add(event):
+                post(message)
+            if batcher.pending and loop.time() - last_flush >= interval:
+                flush()
+    finally:
+        flush()
+        aclose = getattr(iterator, "aclose", None)
+        if aclose is not None:
+            with contextlib.suppress(RuntimeError):
+                await aclose()
+    return batcher.terminal_seen

@@ -1,0 +1,110 @@
+"""Typed messages the engine workers post to the main screen.
+
+Workers translate `spectui.core.events` into these; widgets never see a raw engine iterator.
+High-rate events arrive batched (`TokensArrived`) or coalesced (`can_replace`), so a fast server
+over a slow link costs the UI at most one update per flush interval.
+"""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from spectui.core.events import (
+    ErrorEvent,
+    MemoryEvent,
+    MetricsEvent,
+    PromptProgressEvent,
+    ServerStateEvent,
+    StepEvent,
+    SummaryEvent,
+    TokenEvent,
+)
+from spectui.core.request import GenerationRequest
+
+
+class ServerStateChanged(Message):
+    """The server moved to another lifecycle state (never coalesced: every state is shown)."""
+
+    def __init__(self, event: ServerStateEvent) -> None:
+        super().__init__()
+        self.event = event
+
+
+class RunStarted(Message):
+    """A generation was sent to the server."""
+
+    def __init__(self, request: GenerationRequest, spec_label: str) -> None:
+        super().__init__()
+        self.request = request
+        self.spec_label = spec_label
+
+
+class TokensArrived(Message):
+    """A batch of tokens and verification steps, in stream order."""
+
+    def __init__(self, tokens: tuple[TokenEvent, ...], steps: tuple[StepEvent, ...]) -> None:
+        super().__init__()
+        self.tokens = tokens
+        self.steps = steps
+
+
+class MetricsUpdated(Message):
+    """The latest metrics snapshot; a newer one replaces an unhandled older one."""
+
+    def __init__(self, event: MetricsEvent) -> None:
+        super().__init__()
+        self.event = event
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, MetricsUpdated)
+
+
+class MemorySampled(Message):
+    """The latest memory sample of the server; superseded by the next one."""
+
+    def __init__(self, event: MemoryEvent) -> None:
+        super().__init__()
+        self.event = event
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, MemorySampled)
+
+
+class PromptProgressed(Message):
+    """Prompt processing progress; superseded by the next report."""
+
+    def __init__(self, event: PromptProgressEvent) -> None:
+        super().__init__()
+        self.event = event
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, PromptProgressed)
+
+
+class RunFinished(Message):
+    """The run ended normally (limit, end of sequence, stop word, or cancelled by the server)."""
+
+    def __init__(self, summary: SummaryEvent) -> None:
+        super().__init__()
+        self.summary = summary
+
+
+class RunFailed(Message):
+    """The run ended with an error reported by the engine (an event or a raised SpectuiError)."""
+
+    def __init__(self, error: ErrorEvent) -> None:
+        super().__init__()
+        self.error = error
+
+
+class RunStopped(Message):
+    """The user stopped the run before the server finished it."""
+
+
+class ServerOperationFinished(Message):
+    """A start, restart or spec switch ended; ``ready`` says whether the server is usable."""
+
+    def __init__(self, operation: str, ready: bool) -> None:
+        super().__init__()
+        self.operation = operation
+        self.ready = ready

@@ -1,0 +1,394 @@
+"""The main screen: server bar, answer, metrics, charts; keys to run, stop, switch and restart.
+
+Workers are thin: each iterates one engine iterator through `bridge.pump`, which posts typed
+messages; the handlers below hand them to the widgets. Two documented locks keep the engine sane:
+
+* `operation` names the server operation in flight (start / switch / restart). While it is set,
+  no other one starts, so hammering ``t`` can never run two switches at once.
+* `running` says a generation is streaming. Each run gets an id; messages from a run that was
+  stopped or replaced are dropped before they are posted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.events import Resize
+from textual.message import Message
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Footer
+from textual.worker import Worker, WorkerState
+
+from spectui.core.engine import Engine
+from spectui.core.errors import ServerStartError, SpectuiError
+from spectui.core.events import ErrorEvent, RunMetrics, ServerState, ServerStateEvent
+from spectui.core.specconfig import SpecConfig
+from spectui.ui.bridge import Post, pump
+from spectui.ui.messages import (
+    MemorySampled,
+    MetricsUpdated,
+    PromptProgressed,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    ServerStateChanged,
+    TokensArrived,
+)
+from spectui.ui.screens.dialogs import ConfirmScreen, HelpScreen
+from spectui.ui.screens.prompt_picker import PromptChoice, PromptPickerScreen
+from spectui.ui.screens.spec_picker import SpecPickerScreen
+from spectui.ui.state import UiState
+from spectui.ui.widgets.charts import ChartsPane
+from spectui.ui.widgets.metrics import MetricsPane, RunRecord
+from spectui.ui.widgets.server import ServerPane
+from spectui.ui.widgets.tokens import AnswerPane
+
+LOG_TAIL_LINES = 50
+"""Server log lines fetched for the log view and failure reports."""
+
+WIDE = (120, 36)
+"""From this terminal size up, the layout grows full charts and a taller log."""
+
+BUSY_STATES = (ServerState.STARTING, ServerState.LOADING, ServerState.RESTARTING)
+
+
+class MainScreen(Screen[None]):
+    """Everything a run shows; owns the engine workers."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "run", "Run"),
+        Binding("x", "stop", "Stop"),
+        Binding("t", "switch_spec", "Spec"),
+        Binding("R", "restart", "Restart"),
+        Binding("l", "toggle_log", "Log"),
+        Binding("p", "pick_prompt", "Prompt"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    operation: reactive[str | None] = reactive(None, init=False)
+    """Server operation in flight ('start', 'switch', 'restart'); the lock for new ones."""
+    running: reactive[bool] = reactive(False, init=False)
+    """Whether a generation is streaming."""
+
+    def __init__(self, engine: Engine, prompt: PromptChoice, *, autorun: bool = False) -> None:
+        super().__init__()
+        self.engine = engine
+        self.prompt = prompt
+        self.state: ServerState | None = None
+        self.ui_state = UiState.load()
+        self._run_after_ready = autorun
+        self._run_id = 0
+        self._op_id = 0
+        self._last_op: tuple[str, SpecConfig | None, bool] = ("start", None, False)
+        self._run_worker: Worker[None] | None = None
+
+    # -- layout -------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield ServerPane(self.engine.info, id="server")
+        with Horizontal(id="body"):
+            yield AnswerPane(id="answer")
+            with VerticalScroll(id="metrics-scroll"):
+                yield MetricsPane(id="metrics")
+        yield ChartsPane(id="charts")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.answer.border_title = self.prompt.label
+        self.answer.view.placeholder = "press r to run the prompt"
+        self.query_one("#metrics-scroll").border_title = "metrics"
+        self.set_interval(1.0, self._refresh_log)
+        self._start_operation("start", None, adopt=False)
+
+    def on_resize(self, event: Resize) -> None:
+        wide = event.size.width >= WIDE[0] and event.size.height >= WIDE[1]
+        self.set_class(wide, "-wide")
+        self.charts.query_one("#tps-plot").display = wide
+
+    @property
+    def answer(self) -> AnswerPane:
+        return self.query_one(AnswerPane)
+
+    @property
+    def metrics(self) -> MetricsPane:
+        return self.query_one(MetricsPane)
+
+    @property
+    def charts(self) -> ChartsPane:
+        return self.query_one(ChartsPane)
+
+    @property
+    def server(self) -> ServerPane:
+        return self.query_one(ServerPane)
+
+    # -- workers ------------------------------------------------------------------------------
+
+    def _poster(self, kind: str, ident: int) -> Post:
+        """A post function that drops messages once run/operation ``ident`` is superseded."""
+
+        def post(message: Message) -> bool:
+            current = self._run_id if kind == "run" else self._op_id
+            return current == ident and self.post_message(message)
+
+        return post
+
+    @work(exclusive=True, exit_on_error=False, group="server")
+    async def _server_worker(self, ident: int, spec: SpecConfig | None, adopt: bool) -> None:
+        events = self.engine.start() if spec is None else self.engine.switch_spec(spec, adopt=adopt)
+        await pump(events, self._poster("op", ident))
+
+    @work(exclusive=True, exit_on_error=False, group="run")
+    async def _generation_worker(self, ident: int) -> None:
+        post = self._poster("run", ident)
+        ended = await pump(self.engine.run(self.prompt.request), post)
+        if not ended:
+            error = ErrorEvent(message="the stream ended without a summary", kind="protocol")
+            post(RunFailed(error))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker, state = event.worker, event.state
+        if state not in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            return
+        if worker.group == "server" and self.operation is not None:
+            if state is WorkerState.ERROR:
+                self._server_failed(worker.error)
+            self._operation_done()
+        elif worker.group == "run" and worker is self._run_worker:
+            self._run_worker = None
+            if state is WorkerState.ERROR:
+                error = worker.error
+                message = str(error) if isinstance(error, SpectuiError) else repr(error)
+                self.post_message(RunFailed(ErrorEvent(message=message, kind="exception")))
+
+    # -- server operations ----------------------------------------------------------------------
+
+    def _start_operation(self, name: str, spec: SpecConfig | None, *, adopt: bool) -> None:
+        self.operation = name
+        self._op_id += 1
+        self._last_op = (name, spec, adopt)
+        if self.running:
+            self._stop_run("stopped for " + name)
+        self._server_worker(self._op_id, spec, adopt)
+
+    def _operation_done(self) -> None:
+        name = self.operation
+        self.operation = None
+        self.server.bar.set_info(self.engine.info)
+        if self.state is not ServerState.READY:
+            return
+        if name == "switch" or self._run_after_ready:
+            self._run_after_ready = False
+            self.action_run()
+
+    def _server_failed(self, error: BaseException | None) -> None:
+        if isinstance(error, SpectuiError):
+            message = f"{error.title}: {error}"
+        else:
+            message = f"unexpected error: {error!r}"
+        lines = error.log_tail if isinstance(error, ServerStartError) else []
+        self._show_state(ServerStateEvent(state=ServerState.FAILED, detail=message, log_tail=lines))
+        self.notify(message, title="Server", severity="error")
+
+    def _refuse_if_busy(self) -> bool:
+        if self.operation is not None:
+            self.notify(f"wait: the server is busy ({self.operation})", severity="warning")
+            return True
+        return False
+
+    def action_switch_spec(self) -> None:
+        if self._refuse_if_busy():
+            return
+        info = self.engine.info
+        if not info.can_switch:
+            self.notify(
+                f"switching needs a server spectui launched or a local one it may adopt; "
+                f"attached to {info.url}",
+                title="Cannot switch",
+                severity="warning",
+            )
+            return
+        if not self.engine.spec_types:
+            self.notify("this llama-server lists no spec types", severity="warning")
+            return
+        picker = SpecPickerScreen(self.engine.spec_types, info.spec, self.ui_state.last_draft_model)
+        self.app.push_screen(picker, self._spec_chosen)
+
+    def _spec_chosen(self, spec: SpecConfig | None) -> None:
+        if spec is None or self._refuse_if_busy():
+            return
+        if spec.draft_model is not None and spec.draft_model != self.ui_state.last_draft_model:
+            self.ui_state = self.ui_state.model_copy(update={"last_draft_model": spec.draft_model})
+            problem = self.ui_state.save()
+            if problem:
+                self.notify(problem, severity="warning")
+        if self.engine.info.needs_adopt:
+            self._confirm_adopt(lambda: self._start_operation("switch", spec, adopt=True))
+        else:
+            self._start_operation("switch", spec, adopt=False)
+
+    def _confirm_adopt(self, then: Callable[[], None]) -> None:
+        info = self.engine.info
+        question = (
+            f"spectui did not start the llama-server at {info.url}"
+            + (f" (pid {info.pid})" if info.pid else "")
+            + ". Stop it and relaunch it from spectui with the new settings?"
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes and not self._refuse_if_busy():
+                then()
+
+        self.app.push_screen(ConfirmScreen(question), answered)
+
+    def action_restart(self) -> None:
+        """Retry the last server operation after a failure, else restart with the same spec."""
+        if self._refuse_if_busy():
+            return
+        info = self.engine.info
+        if self.state is ServerState.FAILED:
+            name, spec, adopt = self._last_op
+            self._start_operation(name, spec, adopt=adopt)
+        elif not info.can_switch or info.spec is None:
+            self.notify(f"cannot restart a server spectui does not control ({info.url})")
+        elif info.needs_adopt:
+            spec = info.spec
+            self._confirm_adopt(lambda: self._start_operation("restart", spec, adopt=True))
+        else:
+            self._start_operation("restart", info.spec, adopt=False)
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    def action_run(self) -> None:
+        if self._refuse_if_busy():
+            self._run_after_ready = True
+            return
+        if self.state is not ServerState.READY and not self.running:
+            if self.state is ServerState.FAILED:
+                self.notify("the server failed: press R to retry", severity="error")
+            else:
+                self.notify("the server is not ready yet", severity="warning")
+            return
+        if self.running:
+            self._stop_run("stopped for a re-run")
+        self._run_id += 1
+        self.running = True
+        spec = self.engine.info.spec
+        self.post_message(RunStarted(self.prompt.request, spec.label if spec else "unknown spec"))
+        self._run_worker = self._generation_worker(self._run_id)
+
+    def action_stop(self) -> None:
+        if not self.running:
+            self.notify("nothing is generating")
+            return
+        self._stop_run("stopped")
+
+    def _stop_run(self, status: str) -> None:
+        """Cancel the run; its late messages are dropped because the run id moves on."""
+        self._run_id += 1
+        self.running = False
+        if self._run_worker is not None:
+            self._run_worker.cancel()
+            self._run_worker = None
+        self.answer.finish(status)
+        self.metrics.finish("stopped")
+        self.charts.replot()
+        if self.state is ServerState.GENERATING:
+            self._show_state(ServerStateEvent(state=ServerState.READY))
+
+    def _run_over(self) -> None:
+        self.running = False
+        self.charts.replot()
+        if self.state is ServerState.GENERATING:
+            self._show_state(ServerStateEvent(state=ServerState.READY))
+
+    @on(RunStarted)
+    def _run_started(self, message: RunStarted) -> None:
+        record = RunRecord(message.spec_label, self.prompt.label, metrics=RunMetrics())
+        self.metrics.begin(record)
+        self.answer.begin(f"{self.prompt.label} · {message.spec_label}")
+        self.charts.reset()
+        if self.state is ServerState.READY:
+            self._show_state(ServerStateEvent(state=ServerState.GENERATING))
+
+    @on(TokensArrived)
+    def _tokens(self, message: TokensArrived) -> None:
+        self.answer.add(message.tokens)
+        self.charts.add_steps(message.steps)
+
+    @on(MetricsUpdated)
+    def _metrics_updated(self, message: MetricsUpdated) -> None:
+        self.metrics.update_metrics(message.event.snapshot)
+        self.charts.add_metrics(message.event.t, message.event.snapshot)
+
+    @on(MemorySampled)
+    def _memory(self, message: MemorySampled) -> None:
+        self.metrics.update_memory(message.event)
+
+    @on(PromptProgressed)
+    def _progress(self, message: PromptProgressed) -> None:
+        self.answer.progress(message.event)
+
+    @on(RunFinished)
+    def _run_finished(self, message: RunFinished) -> None:
+        summary = message.summary
+        reason = summary.stop_reason or "done"
+        self.metrics.finish(reason, summary.metrics)
+        self.charts.add_metrics(summary.t, summary.metrics)
+        self.answer.finish(f"done · {reason} · {summary.metrics.tokens} tokens")
+        self._run_over()
+
+    @on(RunFailed)
+    def _run_failed(self, message: RunFailed) -> None:
+        self.metrics.finish("failed")
+        self.answer.finish(f"failed: {message.error.message}")
+        self.notify(message.error.message, title="Run failed", severity="error")
+        self._run_over()
+
+    # -- server state and log -------------------------------------------------------------------
+
+    @on(ServerStateChanged)
+    def _server_state(self, message: ServerStateChanged) -> None:
+        self._show_state(message.event)
+
+    def _show_state(self, event: ServerStateEvent) -> None:
+        self.state = event.state
+        bar = self.server.bar
+        bar.set_state(event.state, event.detail)
+        bar.set_info(self.engine.info)
+        if event.state is ServerState.FAILED:
+            self.server.show_log(event.log_tail or self._log_lines(), visible=True)
+
+    def _log_lines(self) -> list[str]:
+        try:
+            return self.engine.log_tail(LOG_TAIL_LINES)
+        except Exception as error:  # the log view must never take the app down
+            return [f"(could not read the server log: {error})"]
+
+    def _refresh_log(self) -> None:
+        if self.server.log_visible and self.state is not ServerState.FAILED:
+            self.server.show_log(self._log_lines())
+
+    def action_toggle_log(self) -> None:
+        self.server.show_log(self._log_lines(), visible=not self.server.log_visible)
+
+    # -- pickers and help -----------------------------------------------------------------------
+
+    def action_pick_prompt(self) -> None:
+        self.app.push_screen(PromptPickerScreen(self.prompt), self._prompt_chosen)
+
+    def _prompt_chosen(self, choice: PromptChoice | None) -> None:
+        if choice is not None:
+            self.prompt = choice
+            if not self.running:
+                self.answer.border_title = choice.label
+            self.notify(f"prompt: {choice.label} · press r to run")
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen())

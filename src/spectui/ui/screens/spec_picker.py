@@ -1,0 +1,151 @@
+"""The spec-type picker: only the types this binary lists, plus draft options where they apply."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import ValidationError
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, OptionList
+from textual.widgets.option_list import Option
+
+from spectui.core.specconfig import SpecConfig
+
+
+class SpecPickerScreen(ModalScreen[SpecConfig | None]):
+    """Choose a spec type; dismisses with the new `SpecConfig`, or None when cancelled."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("ctrl+s", "choose", "Switch"),
+    ]
+
+    def __init__(
+        self,
+        spec_types: tuple[str, ...],
+        current: SpecConfig | None,
+        last_draft_model: Path | None,
+    ) -> None:
+        super().__init__()
+        self.spec_types = spec_types
+        self.current = current
+        self.last_draft_model = last_draft_model
+
+    def compose(self) -> ComposeResult:
+        current = self.current
+        with Vertical(id="dialog", classes="dialog"):
+            yield Label("Switch speculative decoding type", classes="dialog-title")
+            yield Label(
+                f"now: {current.label if current else 'unknown'} · the server restarts, "
+                "then the same prompt runs again",
+                classes="dialog-help",
+            )
+            options = [Option(name, id=name) for name in self.spec_types]
+            yield OptionList(*options, compact=True, id="spec-types")
+            with Vertical(id="draft-model-row"):
+                yield Label("draft model (GGUF)", classes="field-label")
+                draft = self.last_draft_model or (current.draft_model if current else None)
+                yield Input(
+                    str(draft or ""),
+                    placeholder="/path/to/draft.gguf",
+                    compact=True,
+                    id="draft-model",
+                )
+            with Horizontal(id="draft-n-row"):
+                yield Label("draft n-max", classes="field-label")
+                yield Input(
+                    self._n(current, "draft_n_max"), type="integer", compact=True, id="n-max"
+                )
+                yield Label("n-min", classes="field-label")
+                yield Input(
+                    self._n(current, "draft_n_min"), type="integer", compact=True, id="n-min"
+                )
+            yield Label("enter: switch · tab: options · esc: cancel", id="hint", classes="hint")
+
+    @staticmethod
+    def _n(current: SpecConfig | None, field: str) -> str:
+        value = getattr(current, field) if current else None
+        return "" if value is None else str(value)
+
+    def on_mount(self) -> None:
+        options = self.query_one(OptionList)
+        names = list(self.spec_types)
+        if self.current and self.current.types and self.current.types[0] in names:
+            options.highlighted = names.index(self.current.types[0])
+        elif names:
+            options.highlighted = 0
+        options.focus()
+        self._show_fields()
+
+    @property
+    def _chosen_type(self) -> str | None:
+        options = self.query_one(OptionList)
+        if options.highlighted is None:
+            return None
+        return options.get_option_at_index(options.highlighted).id
+
+    def _show_fields(self) -> None:
+        chosen = self._chosen_type
+        spec = SpecConfig(types=(chosen,)) if chosen else None
+        self.query_one("#draft-model-row").display = bool(spec and spec.needs_draft_model)
+        self.query_one("#draft-n-row").display = chosen not in (None, "none")
+
+    @on(OptionList.OptionHighlighted)
+    def _highlighted(self) -> None:
+        self._show_fields()
+
+    @on(OptionList.OptionSelected)
+    @on(Input.Submitted)
+    def _submitted(self) -> None:
+        self.action_choose()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def _hint(self, message: str) -> None:
+        self.query_one("#hint", Label).update(message)
+
+    def _int(self, selector: str) -> int | None:
+        value = self.query_one(selector, Input).value.strip()
+        return int(value) if value else None
+
+    def action_choose(self) -> None:
+        chosen = self._chosen_type
+        if chosen is None:
+            self._hint("choose a type first")
+            return
+        draft_model: Path | None = None
+        if SpecConfig(types=(chosen,)).needs_draft_model:
+            text = self.query_one("#draft-model", Input).value.strip()
+            if not text:
+                self._hint(f"{chosen} needs a draft model: enter its path")
+                self.query_one("#draft-model", Input).focus()
+                return
+            draft_model = Path(text).expanduser()
+            if not draft_model.is_file():
+                self._hint(f"no such file: {draft_model}")
+                self.query_one("#draft-model", Input).focus()
+                return
+        n_max = n_min = None
+        if chosen != "none":
+            try:
+                n_max, n_min = self._int("#n-max"), self._int("#n-min")
+            except ValueError:
+                self._hint("n-max and n-min must be whole numbers")
+                return
+        if n_max is not None and n_min is not None and n_min > n_max:
+            self._hint("n-min cannot exceed n-max")
+            return
+        try:
+            spec = SpecConfig(
+                types=(chosen,), draft_model=draft_model, draft_n_max=n_max, draft_n_min=n_min
+            )
+        except ValidationError as error:
+            self._hint(error.errors()[0]["msg"])
+            return
+        self.dismiss(spec)

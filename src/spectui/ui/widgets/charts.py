@@ -1,0 +1,133 @@
+"""Charts: tokens/s over time, accepted drafts per step, acceptance by draft position.
+
+Data arrives at up to 20 Hz but the charts redraw at 2 Hz (and once when a run ends): drawing a
+plot per token would cost more than the generation it shows. Series live in bounded deques.
+In a small terminal the tokens/s chart is a sparkline; from 120×36 up it is a plotext line plot.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.color import Color
+from textual.containers import Horizontal, Vertical
+from textual.widget import Widget
+from textual.widgets import Label, Sparkline
+from textual_plotext import PlotextPlot
+
+from spectui.core.events import RunMetrics, StepEvent
+
+REDRAW_INTERVAL_S = 0.5
+"""Charts redraw at most twice a second."""
+
+SERIES_LENGTH = 600
+"""Samples kept per series (older ones scroll off)."""
+
+BLOCKS = " ▁▂▃▄▅▆▇█"
+
+
+class PositionBars(Widget):
+    """Vertical bars, one per draft position, on a fixed 0–100% scale.
+
+    A fixed scale matters here: a sparkline's min–max scaling would make 90% vs 80% look like
+    full vs empty.
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"bars--bar", "bars--axis"}
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.rates: list[float] = []
+
+    def render(self) -> Text:
+        bar = self.get_component_rich_style("bars--bar")
+        axis = self.get_component_rich_style("bars--axis")
+        if not self.rates:
+            return Text("no drafts yet", style=axis)
+        height = max(1, self.size.height - 1)
+        width = max(1, min(3, self.size.width // max(1, len(self.rates))))
+        rates = self.rates[: max(1, self.size.width // width)]
+        text = Text(no_wrap=True, overflow="crop")
+        for row in range(height, 0, -1):
+            for rate in rates:
+                eighths = round(rate * height * 8) - (row - 1) * 8
+                cell = BLOCKS[max(0, min(8, eighths))]
+                text.append((cell * (width - 1) or cell).ljust(width), bar)
+            text.append("\n")
+        for position in range(1, len(rates) + 1):
+            text.append(str(position)[-1].ljust(width), axis)
+        return text
+
+
+class ChartsPane(Horizontal):
+    """The three charts side by side; `replot` redraws whatever changed."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.tps: deque[tuple[float, float]] = deque(maxlen=SERIES_LENGTH)
+        """(seconds since the request, decode rate over the engine's rolling window)."""
+        self.accepted_per_step: deque[int] = deque(maxlen=SERIES_LENGTH)
+        self.position_rates: list[float] = []
+        self._dirty = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="chart-tps"):
+            yield Label("tokens/s", classes="chart-title")
+            yield Sparkline([], id="tps-spark", classes="compact")
+            yield PlotextPlot(id="tps-plot", classes="full")
+        with Vertical(id="chart-steps"):
+            yield Label("accepted per step", classes="chart-title")
+            yield Sparkline([], id="steps-spark")
+        with Vertical(id="chart-positions"):
+            yield Label("accept by position", classes="chart-title")
+            yield PositionBars(id="position-bars")
+
+    def on_mount(self) -> None:
+        self.set_interval(REDRAW_INTERVAL_S, self._tick)
+
+    def reset(self) -> None:
+        self.tps.clear()
+        self.accepted_per_step.clear()
+        self.position_rates = []
+        self.replot()
+
+    def add_steps(self, steps: tuple[StepEvent, ...]) -> None:
+        self.accepted_per_step.extend(step.accepted for step in steps)
+        self._dirty = bool(steps) or self._dirty
+
+    def add_metrics(self, t: float, metrics: RunMetrics) -> None:
+        if metrics.tokens_per_second_now is not None:
+            self.tps.append((t, metrics.tokens_per_second_now))
+        if metrics.steps:
+            self.position_rates = [n / metrics.steps for n in metrics.accepted_per_position]
+        self._dirty = True
+
+    def _tick(self) -> None:
+        if self._dirty:
+            self.replot()
+
+    def replot(self) -> None:
+        """Redraw all charts from the series (cheap enough at 2 Hz, too slow per token)."""
+        self._dirty = False
+        with self.app.batch_update():
+            self.query_one("#tps-spark", Sparkline).data = [rate for _, rate in self.tps]
+            self.query_one("#steps-spark", Sparkline).data = list(self.accepted_per_step)
+            bars = self.query_one(PositionBars)
+            bars.rates = self.position_rates
+            bars.refresh()
+            plot = self.query_one("#tps-plot", PlotextPlot)
+            if plot.display:
+                self._plot_tps(plot)
+
+    def _plot_tps(self, plot: PlotextPlot) -> None:
+        plt = plot.plt
+        plt.clear_figure()
+        plt.xlabel("s")
+        if self.tps:
+            colour = Color.parse(self.app.theme_variables.get("primary", "white")).rgb
+            plt.plot([t for t, _ in self.tps], [r for _, r in self.tps], color=colour)
+            plt.ylim(0, max(r for _, r in self.tps) * 1.1 or 1)
+        plot.refresh()

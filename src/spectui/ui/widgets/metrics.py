@@ -1,0 +1,138 @@
+"""The metrics pane: the run in progress next to the previous one, so a change is obvious.
+
+Numbers come from the engine's `RunMetrics` snapshots and memory samples; nothing is computed
+from the wall clock here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual.widget import Widget
+
+from spectui.core.events import MemoryEvent, RunMetrics
+from spectui.ui import format as fmt
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """What the pane shows about one run."""
+
+    spec_label: str
+    """Spec configuration the run used."""
+    prompt_label: str
+    """Which prompt it ran."""
+    metrics: RunMetrics
+    """Latest numbers (final once the run is over)."""
+    status: str = "running"
+    """'running', or how it ended: 'limit', 'eos', 'stopped', 'failed', ..."""
+
+    def with_metrics(self, metrics: RunMetrics) -> RunRecord:
+        return replace(self, metrics=metrics)
+
+    def with_status(self, status: str) -> RunRecord:
+        return replace(self, status=status)
+
+
+def _rows(
+    now: RunRecord | None, before: RunRecord | None, memory: MemoryEvent | None
+) -> list[tuple[str, str, str]]:
+    """(label, this run, previous run) rows; '' where a column does not apply."""
+    m = now.metrics if now else RunMetrics()
+    p = before.metrics if before else None
+
+    def both(getter: str, render: fmt.Formatter) -> tuple[str, str]:
+        current = render(getattr(m, getter)) if now else fmt.DASH
+        return current, (render(getattr(p, getter)) if p else "")
+
+    rows = [
+        ("accept rate", *both("acceptance_rate", fmt.pct)),
+        ("accept len", *both("mean_acceptance_length", lambda v: fmt.num(v, 2))),
+        ("tok/s avg", *both("tokens_per_second", fmt.rate)),
+        ("vs previous", fmt.speed_ratio(m.tokens_per_second, p.tokens_per_second if p else None)
+         if now and p else "", ""),
+        ("tok/s now", fmt.rate(m.tokens_per_second_now) if now else fmt.DASH, ""),
+        ("TTFT", *both("ttft_ms", fmt.ms)),
+        ("total time", *both("total_ms", fmt.ms)),
+        ("tokens", *both("tokens", fmt.num)),
+        ("drafted", *both("drafted", fmt.num)),
+        ("accepted", *both("accepted", fmt.num)),
+        ("rejected", *both("rejected", fmt.num)),
+        ("status", now.status if now else "no run yet", before.status if before else ""),
+        ("prompt tok", *both("prompt_tokens", fmt.num)),
+        ("prompt tok/s", *both("prompt_tokens_per_second", fmt.rate)),
+        ("RSS", fmt.size(memory.rss_bytes) if memory else fmt.DASH, ""),
+        ("RSS−shared", fmt.size(memory.rss_minus_shared_bytes) if memory else fmt.DASH, ""),
+        ("peak RSS", *both("peak_rss_bytes", fmt.size)),
+    ]  # fmt: skip
+    if (memory and memory.gpu_bytes is not None) or m.peak_gpu_bytes is not None:
+        rows.append(("GPU", fmt.size(memory.gpu_bytes if memory else None), ""))
+        rows.append(("peak GPU", *both("peak_gpu_bytes", fmt.size)))
+    return rows
+
+
+LABEL_WIDTH = 12
+"""Wide enough for every label below; at 80 columns the values get 11 characters each."""
+
+
+class MetricsPane(Widget):
+    """A three-column table: metric, this run, previous run."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "metrics--label",
+        "metrics--now",
+        "metrics--previous",
+        "metrics--heading",
+    }
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.current: RunRecord | None = None
+        self.previous: RunRecord | None = None
+        self.memory: MemoryEvent | None = None
+
+    def begin(self, record: RunRecord) -> None:
+        """A new run: the current one (if any) becomes the previous one."""
+        if self.current is not None:
+            self.previous = self.current
+        self.current = record
+        self.refresh(layout=True)
+
+    def update_metrics(self, metrics: RunMetrics) -> None:
+        if self.current is not None:
+            self.current = self.current.with_metrics(metrics)
+            self.refresh()
+
+    def update_memory(self, memory: MemoryEvent) -> None:
+        self.memory = memory
+        self.refresh()
+
+    def finish(self, status: str, metrics: RunMetrics | None = None) -> None:
+        if self.current is not None:
+            record = self.current.with_status(status)
+            self.current = record.with_metrics(metrics) if metrics is not None else record
+            self.refresh()
+
+    def render(self) -> Table:
+        label = self.get_component_rich_style("metrics--label")
+        now = self.get_component_rich_style("metrics--now")
+        previous = self.get_component_rich_style("metrics--previous")
+        heading = self.get_component_rich_style("metrics--heading")
+        # Labels get a fixed width; the two value columns share the rest equally.
+        table = Table.grid(padding=(0, 1), expand=True)
+        table.add_column(style=label, no_wrap=True, overflow="ellipsis", width=LABEL_WIDTH)
+        for style in (now, previous):
+            table.add_column(
+                style=style, justify="right", no_wrap=True, overflow="ellipsis", ratio=1
+            )
+        table.add_row(
+            Text(""),
+            Text(self.current.spec_label if self.current else "this run", heading),
+            Text(self.previous.spec_label if self.previous else "previous", heading),
+        )
+        for row in _rows(self.current, self.previous, self.memory):
+            table.add_row(*row)
+        return table

@@ -1,0 +1,130 @@
+"""The server pane: what runs, in which state, and (toggled with ``l``) its recent log lines.
+
+States carry a glyph as well as a colour so they read in monochrome; a failure expands the log so
+the cause is on screen without another key press.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widget import Widget
+from textual.widgets import Log
+
+from spectui.core.engine import ServerInfo
+from spectui.core.events import ServerState
+
+GLYPHS = {
+    ServerState.STARTING: "◌",
+    ServerState.LOADING: "◐",
+    ServerState.READY: "●",
+    ServerState.GENERATING: "▶",
+    ServerState.RESTARTING: "↻",
+    ServerState.STOPPED: "■",
+    ServerState.FAILED: "✗",
+}
+
+LOG_LINES = 200
+"""Log lines the pane keeps (the engine keeps its own ring buffer; this is just the view)."""
+
+
+def describe(info: ServerInfo) -> str:
+    """One line about the server: mode, binary, model, where."""
+    parts: list[str] = [info.mode]
+    binary = info.binary.name if info.binary else "llama-server"
+    parts.append(f"{binary} {info.version}" if info.version else binary)
+    if info.model:
+        parts.append(info.model.rsplit("/", 1)[-1])
+    parts.append(info.url)
+    if info.pid:
+        parts.append(f"pid {info.pid}")
+    return " · ".join(parts)
+
+
+class ServerBar(Widget):
+    """Two lines: the state (with detail), then what the server is."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "server--ok",
+        "server--busy",
+        "server--failed",
+        "server--info",
+        "server--spec",
+    }
+
+    def __init__(self, info: ServerInfo, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.info = info
+        self.state: ServerState | None = None
+        self.detail = "not started"
+
+    def set_state(self, state: ServerState, detail: str) -> None:
+        self.state, self.detail = state, detail
+        self.refresh()
+
+    def set_detail(self, detail: str) -> None:
+        self.detail = detail
+        self.refresh()
+
+    def set_info(self, info: ServerInfo) -> None:
+        self.info = info
+        self.refresh()
+
+    def render(self) -> Text:
+        state = self.state
+        if state in (ServerState.READY, ServerState.GENERATING):
+            style = self.get_component_rich_style("server--ok")
+        elif state is ServerState.FAILED:
+            style = self.get_component_rich_style("server--failed")
+        else:
+            style = self.get_component_rich_style("server--busy")
+        text = Text(no_wrap=True, overflow="ellipsis")
+        label = f"{GLYPHS[state]} {state.value}" if state else "○ idle"
+        text.append(label, style)
+        spec = self.info.spec
+        text.append(
+            f" · spec {spec.label if spec else 'unknown'}",
+            self.get_component_rich_style("server--spec"),
+        )
+        if self.detail:
+            text.append(f"  {self.detail}")
+        if state is ServerState.FAILED:
+            text.append("  · R retry · l log", style)
+        text.append("\n")
+        text.append(describe(self.info), self.get_component_rich_style("server--info"))
+        return text
+
+
+class ServerPane(Vertical):
+    """The bar plus a toggleable log view."""
+
+    def __init__(self, info: ServerInfo, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._info = info
+
+    def compose(self) -> ComposeResult:
+        yield ServerBar(self._info, id="server-bar")
+        yield Log(max_lines=LOG_LINES, id="server-log", auto_scroll=True)
+
+    @property
+    def bar(self) -> ServerBar:
+        return self.query_one(ServerBar)
+
+    @property
+    def log_view(self) -> Log:
+        return self.query_one(Log)
+
+    @property
+    def log_visible(self) -> bool:
+        return self.has_class("-show-log")
+
+    def show_log(self, lines: list[str], *, visible: bool | None = None) -> None:
+        """Replace the log view's lines; ``visible`` shows or hides it."""
+        log = self.log_view
+        log.clear()
+        log.write_lines(lines or ["(no log lines from the server)"])
+        if visible is not None:
+            self.set_class(visible, "-show-log")
