@@ -59,16 +59,15 @@ BUILTIN_PROMPTS: tuple[BuiltinPrompt, ...] = (
         key="table-row",
         title="Repeat a table, then add a row",
         expectation="n-gram drafts shine (~3x with ngram-mod)",
-        text=f"Here is a table:\n\n{_TABLE}\nRepeat the table exactly, then add a row for "
-        "id 6, Farah, engineer, Dublin.\n\n",
+        text=f"Staff table:\n\n{_TABLE}\nThe same table again, with a row added for id 6 "
+        "(Farah, engineer, Dublin):\n\n",
         n_predict=220,
     ),
     BuiltinPrompt(
         key="code-edit",
         title="Code edit close to the context",
         expectation="n-gram drafts copy the context: a win",
-        text=f"{_CODE}\n# Rewrite the four functions above with type hints, keeping the same "
-        "names and bodies:\n",
+        text=f"{_CODE}\n# The four functions above again, now with type hints:\n\n",
         n_predict=160,
     ),
     BuiltinPrompt(

