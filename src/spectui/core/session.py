@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -24,6 +25,9 @@ from spectui.core.request import GenerationRequest
 from spectui.core.server import LaunchConfig, ManagedServer
 from spectui.core.specconfig import SpecConfig
 from spectui.core.stream import StreamRun
+
+# An error-level line of llama-server's log: 'M.SS.mmm.uuu E module  function: message'.
+_LOG_ERROR = re.compile(r"^\S+ E \S+\s+(?:\w+: )?(.*)$")
 
 _EXIT_NOTICE_S = 1.5
 """How long to wait, after a broken stream, for the server process to be seen as exited."""
@@ -159,7 +163,6 @@ class LiveEngine:
             return
         async for event in self._guard(self._server.start()):
             yield event
-        await self._connect(self._server.url)
 
     async def switch_spec(
         self, spec: SpecConfig, *, adopt: bool = False
@@ -188,10 +191,39 @@ class LiveEngine:
         """Pass state events through; a failure becomes a FAILED event with the log tail."""
         try:
             async for event in states:
+                if event.state is ServerState.READY and self._server is not None:
+                    await self._connect(self._server.url)
+                    problem = await self._speculation_problem()
+                    if problem is not None:
+                        tail = self.log_tail(15)
+                        await self._server.stop()
+                        event = ServerStateEvent(
+                            state=ServerState.FAILED, detail=problem, log_tail=tail
+                        )
                 yield event
         except SpectuiError as error:
             tail = getattr(error, "log_tail", None) or self.log_tail(15)
             yield ServerStateEvent(state=ServerState.FAILED, detail=str(error), log_tail=tail)
+
+    async def _speculation_problem(self) -> str | None:
+        """Why the server runs without the speculation it was asked for, or None.
+
+        llama-server keeps serving when it cannot set up speculation (e.g. a draft model with
+        another vocabulary): it logs an error and generates without drafting. /slots tells.
+        """
+        assert self._server is not None and self._client is not None
+        spec = self._server.config.spec
+        if spec.types in ((), ("none",)):
+            return None
+        try:
+            slots = await self._client.slots()
+        except SpectuiError:
+            return None
+        if not slots or any(slot.speculative for slot in slots):
+            return None
+        errors = [m.group(1) for m in map(_LOG_ERROR.match, self.log_tail(200)) if m]
+        reason = errors[-1] if errors else "no reason in its log"
+        return f"llama-server did not enable {spec.label}: {reason}"
 
     async def _connect(self, url: str) -> None:
         if self._client is None or self._client.base_url != url:

