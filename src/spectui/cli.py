@@ -14,10 +14,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import SecretStr, ValidationError
+from pydantic import SecretStr
 
 from spectui import __version__
-from spectui.config import Settings, state_dir
+from spectui.config import Settings, load_settings, state_dir
 from spectui.core.errors import SpectuiError
 
 
@@ -46,7 +46,7 @@ def _sampling_options(parser: argparse.ArgumentParser) -> None:
     source.add_argument(
         "--builtin", metavar="KEY", help="a built-in prompt (see `spectui prompts`)"
     )
-    run.add_argument("--chat", action="store_true", default=None, help="use the chat endpoint")
+    run.add_argument("--chat", action="store_const", const=True, help="use the chat endpoint")
     run.add_argument("--n-predict", type=int, metavar="N", help="maximum tokens to generate")
     run.add_argument("--temperature", type=float, metavar="T", help="sampling temperature (0)")
     run.add_argument("--seed", type=int, metavar="S", help="sampling seed")
@@ -67,7 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--theme", help="TUI theme (spectui-dark, spectui-light, ...)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    stream = commands.add_parser("stream", help="stream one generation headless")
+    # SUPPRESS: options given before the command (`spectui --model X stream`) must survive the
+    # subparser, which would otherwise reset them to its own None defaults.
+    stream = commands.add_parser(
+        "stream", help="stream one generation headless", argument_default=argparse.SUPPRESS
+    )
     _launch_options(stream)
     _sampling_options(stream)
     stream.add_argument("--format", choices=["text", "jsonl"], default="text")
@@ -109,7 +113,7 @@ _SETTING_FLAGS = {
 
 def settings_from(args: argparse.Namespace, extra: list[str]) -> Settings:
     """Settings from file and env, with the command-line flags on top."""
-    settings = Settings()
+    settings = load_settings()
     update: dict[str, Any] = {
         field: getattr(args, flag)
         for flag, field in _SETTING_FLAGS.items()
@@ -119,7 +123,7 @@ def settings_from(args: argparse.Namespace, extra: list[str]) -> Settings:
         update["api_key"] = SecretStr(args.api_key)
     if extra:
         update["server_args"] = [*settings.server_args, *extra]
-    return Settings.model_validate({**settings.model_dump(), **update})
+    return load_settings(**update)
 
 
 def _report_crash(error: BaseException) -> str:
@@ -144,11 +148,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SpectuiError as error:
         print(f"spectui: {error}", file=sys.stderr)
         return error.exit_code
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        print(f"spectui: invalid setting {where}: {first['msg']}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("spectui: interrupted", file=sys.stderr)
         return 130
@@ -161,7 +160,7 @@ def _dispatch(args: argparse.Namespace, extra: list[str]) -> int:
     if args.command == "doctor":
         from spectui.core.doctor import doctor_report, format_doctor
 
-        report = doctor_report(args.server_bin or Settings().server_bin)
+        report = doctor_report(args.server_bin or load_settings().server_bin)
         print(format_doctor(report))
         return 0 if report.binary else 2
     if args.command == "prompts":

@@ -7,16 +7,20 @@ Command-line flags are applied by `spectui.cli` with `Settings.model_copy(update
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import platformdirs
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from spectui.core.errors import SpectuiError
 
 APP_NAME = "spectui"
 
@@ -100,3 +104,28 @@ class Settings(BaseSettings):
         # Highest priority first: explicit init values, then env, then the TOML file.
         toml = TomlConfigSettingsSource(settings_cls, toml_file=config_file())
         return (init_settings, env_settings, toml)
+
+
+class SettingsError(SpectuiError):
+    """The settings file or a SPECTUI_* variable holds something spectui cannot use."""
+
+    title = "Settings problem"
+    exit_code = 2
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from file and env with ``overrides`` on top; one clear line when they are bad."""
+    path = config_file()
+    try:
+        base = Settings()
+        return Settings.model_validate({**base.model_dump(), **overrides})
+    except tomllib.TOMLDecodeError as error:
+        raise SettingsError(f"settings file {path} is not valid TOML: {error}") from None
+    except OSError as error:
+        raise SettingsError(f"cannot read settings file {path}: {error.strerror}") from None
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "?"
+        raise SettingsError(
+            f"invalid setting {where} (from {path}, SPECTUI_* or a flag): {first['msg']}"
+        ) from None

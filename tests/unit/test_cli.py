@@ -1,0 +1,82 @@
+"""Command-line parsing and settings precedence: defaults < TOML < env < flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from spectui.cli import build_parser, main, settings_from, split_extra
+
+
+def parse(*argv: str):  # type: ignore[no-untyped-def]
+    own, extra = split_extra(argv)
+    args = build_parser().parse_args(own)
+    return args, settings_from(args, extra)
+
+
+def test_options_before_and_after_the_command(tmp_path: Path) -> None:
+    _, settings = parse("--model", "a.gguf", "stream", "--prompt", "x")
+    assert settings.model == Path("a.gguf")
+    _, settings = parse("stream", "--model", "b.gguf", "--prompt", "x")
+    assert settings.model == Path("b.gguf")
+
+
+def test_extra_server_args_after_double_dash() -> None:
+    _, settings = parse("stream", "--prompt", "x", "--", "--threads", "2")
+    assert settings.server_args == ["--threads", "2"]
+
+
+def test_precedence_toml_env_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('spec_type = "ngram-mod"\nn_predict = 99\ntheme = "spectui-light"\n')
+    monkeypatch.setenv("SPECTUI_CONFIG", str(config))
+    _, settings = parse()
+    assert (settings.spec_type, settings.n_predict, settings.theme) == (
+        "ngram-mod",
+        99,
+        "spectui-light",
+    )
+    monkeypatch.setenv("SPECTUI_N_PREDICT", "50")
+    _, settings = parse()
+    assert settings.n_predict == 50
+    assert settings.spec_type == "ngram-mod"
+    _, settings = parse("--n-predict", "7", "--spec-type", "none")
+    assert (settings.n_predict, settings.spec_type) == (7, "none")
+
+
+def test_api_key_is_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    _, settings = parse("--url", "http://127.0.0.1:1", "--api-key", "hunter2")
+    assert settings.api_key is not None
+    assert "hunter2" not in repr(settings)
+    assert settings.api_key.get_secret_value() == "hunter2"
+
+
+def test_bad_setting_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SPECTUI_N_PREDICT", "lots")
+    assert main(["stream", "--prompt", "x"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "n_predict" in err
+
+
+def test_broken_toml_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("this is = = not toml")
+    monkeypatch.setenv("SPECTUI_CONFIG", str(config))
+    assert main(["stream", "--prompt", "x"]) != 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_unknown_builtin_prompt(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SPECTUI_URL", "http://127.0.0.1:9")
+    assert main(["stream", "--builtin", "nope"]) == 2
+    assert "table-row" in capsys.readouterr().err
