@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Iterable
-from typing import ClassVar
+from collections.abc import Callable, Iterable
+from types import FrameType
+from typing import Any, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
@@ -141,21 +142,29 @@ class SpectuiApp(App[None]):
         self.exit()
 
 
-async def run_tui_async(app: SpectuiApp) -> int:
-    """Run ``app`` on the current loop; always close its engine on this loop afterwards."""
+async def run_tui_async(app: SpectuiApp, *, headless: bool = False) -> int:
+    """Run ``app`` on the current loop; always close its engine on this loop afterwards.
+
+    While the app runs, SIGHUP and SIGTERM make it exit (status 129 / 143) instead of killing
+    the process, so the ``finally`` below still stops the server; the handlers that were there
+    before are put back afterwards.
+    """
     loop = asyncio.get_running_loop()
-    installed: list[signal.Signals] = []
+    previous: dict[signal.Signals, Callable[[int, FrameType | None], Any] | int | None] = {}
     for signum, code in EXIT_SIGNALS.items():
+        handler = signal.getsignal(signum)
         try:
             loop.add_signal_handler(signum, _exit_on_signal, app, code)
         except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, Windows
             continue
-        installed.append(signum)
+        previous[signum] = handler
     try:
-        await app.run_async()
+        await app.run_async(headless=headless)
     finally:
-        for signum in installed:
+        for signum, handler in previous.items():
             loop.remove_signal_handler(signum)
+            if handler is not None:
+                signal.signal(signum, handler)
         if app.engine is not None:
             await app.engine.aclose()
     return app.return_code or 0

@@ -1,6 +1,7 @@
 """Typed messages the engine workers post to the main screen.
 
 Workers translate `spectui.core.events` into these; widgets never see a raw engine iterator.
+They do not bubble: the screen that runs the workers handles them, nothing above it needs to.
 High-rate events arrive batched (`TokensArrived`) or coalesced (`can_replace`), so a fast server
 over a slow link costs the UI at most one update per flush interval.
 """
@@ -22,7 +23,7 @@ from spectui.core.events import (
 from spectui.core.request import GenerationRequest
 
 
-class ServerStateChanged(Message):
+class ServerStateChanged(Message, bubble=False):
     """The server moved to another lifecycle state (never coalesced: every state is shown)."""
 
     def __init__(self, event: ServerStateEvent) -> None:
@@ -30,7 +31,7 @@ class ServerStateChanged(Message):
         self.event = event
 
 
-class RunStarted(Message):
+class RunStarted(Message, bubble=False):
     """A generation was sent to the server."""
 
     def __init__(self, request: GenerationRequest, spec_label: str) -> None:
@@ -39,7 +40,7 @@ class RunStarted(Message):
         self.spec_label = spec_label
 
 
-class TokensArrived(Message):
+class TokensArrived(Message, bubble=False):
     """A batch of tokens and verification steps, in stream order."""
 
     def __init__(self, tokens: tuple[TokenEvent, ...], steps: tuple[StepEvent, ...]) -> None:
@@ -48,7 +49,7 @@ class TokensArrived(Message):
         self.steps = steps
 
 
-class MetricsUpdated(Message):
+class MetricsUpdated(Message, bubble=False):
     """The latest metrics snapshot; a newer one replaces an unhandled older one."""
 
     def __init__(self, event: MetricsEvent) -> None:
@@ -59,7 +60,7 @@ class MetricsUpdated(Message):
         return isinstance(message, MetricsUpdated)
 
 
-class MemorySampled(Message):
+class MemorySampled(Message, bubble=False):
     """The latest memory sample of the server; superseded by the next one."""
 
     def __init__(self, event: MemoryEvent) -> None:
@@ -70,7 +71,7 @@ class MemorySampled(Message):
         return isinstance(message, MemorySampled)
 
 
-class PromptProgressed(Message):
+class PromptProgressed(Message, bubble=False):
     """Prompt processing progress; superseded by the next report."""
 
     def __init__(self, event: PromptProgressEvent) -> None:
@@ -81,7 +82,7 @@ class PromptProgressed(Message):
         return isinstance(message, PromptProgressed)
 
 
-class RunFinished(Message):
+class RunFinished(Message, bubble=False):
     """The run ended normally (limit, end of sequence, stop word, or cancelled by the server)."""
 
     def __init__(self, summary: SummaryEvent) -> None:
@@ -89,22 +90,9 @@ class RunFinished(Message):
         self.summary = summary
 
 
-class RunFailed(Message):
+class RunFailed(Message, bubble=False):
     """The run ended with an error reported by the engine (an event or a raised SpectuiError)."""
 
     def __init__(self, error: ErrorEvent) -> None:
         super().__init__()
         self.error = error
-
-
-class RunStopped(Message):
-    """The user stopped the run before the server finished it."""
-
-
-class ServerOperationFinished(Message):
-    """A start, restart or spec switch ended; ``ready`` says whether the server is usable."""
-
-    def __init__(self, operation: str, ready: bool) -> None:
-        super().__init__()
-        self.operation = operation
-        self.ready = ready

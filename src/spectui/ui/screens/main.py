@@ -11,6 +11,7 @@ messages; the handlers below hand them to the widgets. Two documented locks keep
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -23,7 +24,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from spectui.core.engine import Engine
 from spectui.core.errors import ServerStartError, SpectuiError
@@ -140,7 +141,13 @@ class MainScreen(Screen[None]):
         return post
 
     @work(exclusive=True, exit_on_error=False, group="server")
-    async def _server_worker(self, ident: int, spec: SpecConfig | None, adopt: bool) -> None:
+    async def _server_worker(
+        self, ident: int, spec: SpecConfig | None, adopt: bool, stopping: Worker[None] | None
+    ) -> None:
+        if stopping is not None:
+            # Let the cancelled run close its stream first: never a run and a restart at once.
+            with contextlib.suppress(WorkerCancelled, WorkerFailed):
+                await stopping.wait()
         events = self.engine.start() if spec is None else self.engine.switch_spec(spec, adopt=adopt)
         await pump(events, self._poster("op", ident))
 
@@ -173,9 +180,10 @@ class MainScreen(Screen[None]):
         self.operation = name
         self._op_id += 1
         self._last_op = (name, spec, adopt)
+        stopping = self._run_worker
         if self.running:
             self._stop_run("stopped for " + name)
-        self._server_worker(self._op_id, spec, adopt)
+        self._server_worker(self._op_id, spec, adopt, stopping)
 
     def _operation_done(self) -> None:
         name = self.operation

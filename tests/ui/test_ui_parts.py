@@ -1,0 +1,265 @@
+"""Unit tests of the TUI's parts that need no running app: batching, the token model, themes,
+formatting, remembered state, and `run_tui_async`'s guarantees."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from fake_engine import FakeEngine
+
+from spectui.config import Settings
+from spectui.core.events import (
+    EngineEvent,
+    MemoryEvent,
+    MetricsEvent,
+    RunMetrics,
+    ServerState,
+    ServerStateEvent,
+    SummaryEvent,
+    TokenEvent,
+    TokenOrigin,
+)
+from spectui.ui import format as fmt
+from spectui.ui.app import SpectuiApp, run_tui_async
+from spectui.ui.bridge import EventBatcher, pump
+from spectui.ui.messages import (
+    MemorySampled,
+    MetricsUpdated,
+    RunFinished,
+    ServerStateChanged,
+    TokensArrived,
+)
+from spectui.ui.state import UiState
+from spectui.ui.themes import (
+    SHIPPED_THEMES,
+    SPEC_VARIABLES,
+    ThemeError,
+    discover_themes,
+    load_theme,
+    shipped_theme_dir,
+)
+from spectui.ui.widgets.tokens import TokenLog
+
+
+def token(index: int, origin: TokenOrigin = TokenOrigin.TARGET, rejected: int = 0) -> TokenEvent:
+    return TokenEvent(index=index, text=f"t{index} ", origin=origin, rejected_before=rejected)
+
+
+# -- batching -----------------------------------------------------------------------------------
+
+
+def test_batcher_batches_tokens_and_coalesces_snapshots() -> None:
+    batcher = EventBatcher()
+    for i in range(5):
+        assert batcher.add(token(i)) == []
+        assert batcher.add(MetricsEvent(t=i, snapshot=RunMetrics(tokens=i + 1))) == []
+    batcher.add(MemoryEvent(rss_bytes=1, rss_minus_shared_bytes=1))
+    out = batcher.flush()
+    assert [type(m) for m in out] == [TokensArrived, MetricsUpdated, MemorySampled]
+    assert isinstance(out[0], TokensArrived)
+    assert [t.index for t in out[0].tokens] == [0, 1, 2, 3, 4]
+    assert isinstance(out[1], MetricsUpdated)
+    assert out[1].event.snapshot.tokens == 5  # only the newest snapshot survives
+    assert batcher.flush() == []
+
+
+def test_lifecycle_events_flush_first() -> None:
+    batcher = EventBatcher()
+    batcher.add(token(0))
+    out = batcher.add(ServerStateEvent(state=ServerState.READY))
+    assert [type(m) for m in out] == [TokensArrived, ServerStateChanged]
+    batcher.add(token(1))
+    out = batcher.add(SummaryEvent(metrics=RunMetrics(tokens=2)))
+    assert [type(m) for m in out] == [TokensArrived, RunFinished]
+    assert batcher.terminal_seen
+
+
+async def test_pump_delivers_everything_in_order() -> None:
+    async def events() -> AsyncIterator[EngineEvent]:
+        for i in range(300):
+            yield token(i)
+            if i % 7 == 0:
+                await asyncio.sleep(0)
+        yield SummaryEvent(metrics=RunMetrics(tokens=300))
+
+    posted: list[object] = []
+    assert await pump(events(), posted.append)
+    tokens = [t.index for m in posted if isinstance(m, TokensArrived) for t in m.tokens]
+    assert tokens == list(range(300))
+    assert isinstance(posted[-1], RunFinished)
+
+
+async def test_pump_flushes_when_the_stream_goes_quiet() -> None:
+    """The last tokens of a burst are shown while the stream waits, not after its next event."""
+    release = asyncio.Event()
+    first_post = asyncio.Event()
+    posted: list[object] = []
+
+    def post(message: object) -> None:
+        posted.append(message)
+        first_post.set()
+
+    async def events() -> AsyncIterator[EngineEvent]:
+        yield token(0)
+        await release.wait()
+        yield token(1)
+
+    task = asyncio.create_task(pump(events(), post, interval=0.001))
+    await first_post.wait()  # would hang (pytest-timeout) if the quiet stream never flushed
+    assert isinstance(posted[0], TokensArrived)
+    assert [t.index for t in posted[0].tokens] == [0]
+    release.set()
+    assert not await task  # no summary: the caller reports a protocol error
+
+
+async def test_cancelling_pump_closes_the_stream() -> None:
+    closed = asyncio.Event()
+
+    async def events() -> AsyncIterator[EngineEvent]:
+        try:
+            yield token(0)
+            await asyncio.Event().wait()  # a server that never answers
+        finally:
+            closed.set()
+
+    task = asyncio.create_task(pump(events(), lambda message: None))
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert closed.is_set()
+
+
+# -- the token model ----------------------------------------------------------------------------
+
+
+def test_token_log_is_bounded_but_counts_everything() -> None:
+    log = TokenLog(max_tokens=100)
+    for start in range(0, 1000, 10):
+        log.extend(token(i, TokenOrigin.DRAFT if i % 3 else TokenOrigin.TARGET, i % 5 == 0)
+                   for i in range(start, start + 10))  # fmt: skip
+    assert len(log.tokens) <= 100
+    assert log.dropped + len(log.tokens) == 1000
+    assert log.tokens[-1].text == "t999 "
+    assert log.draft_count + log.target_count == 1000
+    assert log.rejection_marks == 200
+
+
+# -- themes -------------------------------------------------------------------------------------
+
+
+def test_shipped_themes_load_with_token_colours() -> None:
+    themes, problems = discover_themes(shipped_theme_dir())
+    assert problems == []
+    assert sorted(t.name for t in themes) == sorted(SHIPPED_THEMES)
+    for theme in themes:
+        assert set(SPEC_VARIABLES) <= set(theme.variables), theme.name
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("name = 'x'\nprimary = 'not-a-colour'", "primary"),
+        ("name = 'x'", "primary"),
+        ("name = 'x'\nprimary = '#fff'\n[variables]\nspec-accepted = 'nope'", "variables"),
+        ("name = 'x'\nprimary = '#fff'\ncolour = 'red'", "colour"),
+        ("this is not toml", "cannot read"),
+    ],
+)
+def test_broken_theme_files_are_explained(tmp_path: Path, content: str, problem: str) -> None:
+    path = tmp_path / "broken.toml"
+    path.write_text(content)
+    with pytest.raises(ThemeError, match=problem):
+        load_theme(path)
+
+
+async def test_broken_user_theme_falls_back_to_the_default(tmp_path: Path) -> None:
+    themes = Path(os.environ["XDG_CONFIG_HOME"]) / "spectui" / "themes"
+    themes.mkdir(parents=True)
+    (themes / "mine.toml").write_text("name = 'mine'\nprimary = 'purpleish'\n")
+    (themes / "good.json").write_text('{"name": "good", "primary": "#ff00ff"}')
+    app = SpectuiApp(FakeEngine(), Settings(theme="mine"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.theme == "spectui-dark"
+        messages = [str(n.message) for n in app._notifications]
+        assert any("mine.toml" in m and "primary" in m for m in messages)
+        assert any("unknown theme 'mine'" in m for m in messages)
+        assert "good" in app.available_themes
+        # A theme without spectui's variables still styles tokens (derived colours).
+        app.theme = "good"
+        await pilot.pause()
+        assert app.theme_variables["spec-accepted"]
+
+
+# -- formatting and remembered state ------------------------------------------------------------
+
+
+def test_formatting() -> None:
+    assert fmt.ms(None) == fmt.DASH
+    assert fmt.ms(412.4) == "412 ms"
+    assert fmt.ms(12_345) == "12.3 s"
+    assert fmt.rate(8.421) == "8.42 t/s"
+    assert fmt.rate(842.1) == "842 t/s"
+    assert fmt.pct(0.625) == "62.5%"
+    assert fmt.size(512 * 2**20) == "512 MiB"
+    assert fmt.size(int(1.25 * 2**30)) == "1.25 GiB"
+    assert fmt.superscript(12) == "¹²"
+    assert fmt.speed_ratio(60.0, 40.0) == "1.50× ▲"
+    assert fmt.speed_ratio(30.0, 40.0) == "0.75× ▼"
+    assert fmt.speed_ratio(None, 40.0) == fmt.DASH
+
+
+def test_ui_state_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    assert UiState.load(path) == UiState()
+    assert UiState(last_draft_model=Path("/m/draft.gguf")).save(path) is None
+    assert UiState.load(path).last_draft_model == Path("/m/draft.gguf")
+    path.write_text("{broken")
+    assert UiState.load(path) == UiState()
+
+
+# -- run_tui_async: the engine is closed on every exit ------------------------------------------
+
+
+class ExplodingEngine(FakeEngine):
+    """The app itself fails while drawing (a bug in the UI, say)."""
+
+    @property
+    def info(self):  # type: ignore[no-untyped-def]
+        raise RuntimeError("boom")
+
+
+async def test_engine_closed_when_the_app_crashes() -> None:
+    engine = ExplodingEngine()
+    code = await run_tui_async(SpectuiApp(engine, Settings()), headless=True)
+    assert code != 0
+    assert engine.close_calls == 1
+
+
+class HangupEngine(FakeEngine):
+    """Sends this process SIGHUP once the server is up, like a dropped SSH connection."""
+
+    async def start(self) -> AsyncIterator[EngineEvent]:
+        async for event in super().start():
+            yield event
+        os.kill(os.getpid(), signal.SIGHUP)
+
+
+async def test_sighup_exits_cleanly_and_closes_the_engine() -> None:
+    seen: list[int] = []
+    before = signal.signal(signal.SIGHUP, lambda signum, frame: seen.append(signum))
+    try:
+        engine = HangupEngine()
+        code = await run_tui_async(SpectuiApp(engine, Settings()), headless=True)
+        assert code == 129
+        assert engine.close_calls == 1
+        assert seen == []  # the app handled it, not the handler that was there before...
+        assert signal.getsignal(signal.SIGHUP) is not signal.SIG_DFL  # ...which is back now
+    finally:
+        signal.signal(signal.SIGHUP, before)
