@@ -50,6 +50,16 @@ def _sampling_options(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--n-predict", type=int, metavar="N", help="maximum tokens to generate")
     run.add_argument("--temperature", type=float, metavar="T", help="sampling temperature (0)")
     run.add_argument("--seed", type=int, metavar="S", help="sampling seed")
+    run.add_argument(
+        "--cache-prompt", action="store_const", const=True, help="reuse the server's prompt cache"
+    )
+    run.add_argument(
+        "--stall-timeout",
+        type=float,
+        metavar="S",
+        dest="stall_timeout_s",
+        help="seconds without a byte before a run counts as stalled (60)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,6 +117,8 @@ _SETTING_FLAGS = {
     "n_predict": "n_predict",
     "temperature": "temperature",
     "seed": "seed",
+    "cache_prompt": "cache_prompt",
+    "stall_timeout_s": "stall_timeout_s",
     "theme": "theme",
 }
 

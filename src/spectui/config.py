@@ -85,6 +85,8 @@ class Settings(BaseSettings):
     """Sampling seed."""
     chat: bool = False
     """Use the chat endpoint (the model's chat template) instead of raw completion."""
+    cache_prompt: bool = False
+    """Let the server reuse its prompt cache between runs (off: every run pays the full prompt)."""
     stall_timeout_s: float = 60.0
     """Seconds without a byte from the server before a run is declared stalled."""
     record: bool = False

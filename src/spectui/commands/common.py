@@ -61,5 +61,6 @@ def request_from(
         n_predict=settings.n_predict if explicit_n or n_predict is None else n_predict,
         temperature=settings.temperature,
         seed=settings.seed,
+        cache_prompt=settings.cache_prompt,
         stall_timeout_s=settings.stall_timeout_s,
     )
