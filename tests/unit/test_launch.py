@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -148,3 +149,45 @@ def test_kill_all_sync_kills_registered_groups() -> None:
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+# A child Python that launches a sleeper the way ManagedServer launches llama-server, registers
+# it, installs the signal handlers, prints the sleeper's pid, then waits to be killed.
+_PARENT = """
+import subprocess, sys, time
+from spectui.core import procs
+sleeper = subprocess.Popen(
+    [sys.executable, "-c", "import time; time.sleep(600)"],
+    start_new_session=True, preexec_fn=procs.die_with_parent,
+)
+procs.register(sleeper.pid)
+procs.install_signal_handlers()
+print(sleeper.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _parent_and_sleeper() -> tuple[subprocess.Popen[str], psutil.Process]:
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    return parent, psutil.Process(int(parent.stdout.readline()))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_signal_handlers_kill_servers_then_exit(sig: signal.Signals) -> None:
+    parent, sleeper = _parent_and_sleeper()
+    parent.send_signal(sig)
+    assert parent.wait(timeout=30) == 128 + sig
+    _, alive = psutil.wait_procs([sleeper], timeout=30)
+    assert not alive
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_server_dies_with_a_killed_spectui() -> None:
+    parent, sleeper = _parent_and_sleeper()
+    parent.kill()  # no atexit, no handler: only the kernel's parent-death signal is left
+    parent.wait()
+    _, alive = psutil.wait_procs([sleeper], timeout=30)
+    for proc in alive:
+        proc.kill()
+    assert not alive
