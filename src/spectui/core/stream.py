@@ -51,16 +51,20 @@ class ChunkProcessor:
 
     def feed(self, data: str, t: float) -> list[EngineEvent]:
         """Process one payload; raises StreamError for an error payload or unparsable data."""
+        # Cheap pre-check: a real error object has an unescaped "error" key; token text that
+        # mentions "error" is escaped inside a JSON string and cannot match.
+        if '"error"' in data:
+            try:
+                raw = json.loads(data)
+            except json.JSONDecodeError:
+                raw = None
+            if isinstance(raw, dict) and "error" in raw:
+                raise StreamError(_error_message(raw))
         try:
-            raw = json.loads(data)
-        except json.JSONDecodeError as error:
-            raise StreamError(f"the server sent data that is not JSON: {data[:80]!r}") from error
-        if isinstance(raw, dict) and "error" in raw:
-            raise StreamError(_error_message(raw))
-        try:
-            counters, progress = self._counters(raw)
+            counters, progress = self._counters(data)
         except ValidationError as error:
-            raise StreamError(f"unexpected chunk from the server: {data[:80]!r}") from error
+            kind = "is not JSON" if error.errors()[0]["type"] == "json_invalid" else "is unexpected"
+            raise StreamError(f"data from the server {kind}: {data[:80]!r}") from error
         events: list[EngineEvent] = []
         if progress is not None:
             events.append(progress.model_copy(update={"t": t}))
@@ -76,9 +80,9 @@ class ChunkProcessor:
             self.text_parts.append(counters.text)
         return events
 
-    def _counters(self, raw: object) -> tuple[ChunkCounters | None, PromptProgressEvent | None]:
+    def _counters(self, data: str) -> tuple[ChunkCounters | None, PromptProgressEvent | None]:
         if self.chat:
-            chat = ChatChunk.model_validate(raw)
+            chat = ChatChunk.model_validate_json(data)
             text = "".join(choice.delta.content or "" for choice in chat.choices[:1])
             finish = chat.choices[0].finish_reason if chat.choices else None
             if finish:
@@ -86,7 +90,7 @@ class ChunkProcessor:
             timings, progress_raw = chat.timings, chat.prompt_progress
             predicted = timings.predicted_n if timings else None
         else:
-            chunk = CompletionChunk.model_validate(raw)
+            chunk = CompletionChunk.model_validate_json(data)
             text, timings, progress_raw = chunk.content, chunk.timings, chunk.prompt_progress
             predicted = chunk.tokens_predicted
             if predicted is None and timings is not None:
