@@ -13,7 +13,10 @@ import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from spectui.config import Settings
+from spectui.core.attach import AttachedServer, attach
 from spectui.core.binary import BinaryChoice, Capabilities, find_llama_server, probe_capabilities
 from spectui.core.client import ServerClient
 from spectui.core.engine import ServerInfo
@@ -97,7 +100,7 @@ class LiveEngine:
         binary: BinaryChoice | None = None,
         caps: Capabilities | None = None,
         url: str | None = None,
-        api_key: object = None,
+        api_key: SecretStr | None = None,
     ) -> None:
         self._server = server
         self._binary = binary
@@ -105,13 +108,13 @@ class LiveEngine:
         self._attach_url = url
         self._api_key = api_key
         self._client: ServerClient | None = None
+        self._attached: AttachedServer | None = None
         self._model: str | None = None
-        self._pid: int | None = None
         self._current: StreamRun | None = None
         self._closed = False
 
     @classmethod
-    def attached(cls, url: str, api_key: object = None) -> LiveEngine:
+    def attached(cls, url: str, api_key: SecretStr | None = None) -> LiveEngine:
         """An engine for a server someone else started."""
         return cls(None, url=url, api_key=api_key)
 
@@ -132,11 +135,17 @@ class LiveEngine:
                 pid=self._server.pid,
                 can_switch=True,
             )
+        attached = self._attached
         return ServerInfo(
             mode="attached",
-            url=self._client.base_url if self._client else str(self._attach_url),
+            url=attached.url if attached else str(self._attach_url),
+            binary=attached.exe if attached else None,
+            version=self._caps.version if self._caps else None,
             model=self._model,
-            pid=self._pid,
+            spec=attached.spec if attached else None,
+            pid=attached.pid if attached else None,
+            can_switch=bool(attached and attached.can_adopt),
+            needs_adopt=bool(attached and attached.can_adopt),
         )
 
     @property
@@ -167,15 +176,17 @@ class LiveEngine:
     async def switch_spec(
         self, spec: SpecConfig, *, adopt: bool = False
     ) -> AsyncIterator[EngineEvent]:
-        """Restart the launched server with ``spec``; state events until READY or FAILED."""
-        if self._server is None:
-            yield ServerStateEvent(
-                state=ServerState.FAILED,
-                detail="switching spec types needs a server spectui launched",
-            )
-            return
+        """Restart the server with ``spec``; state events until READY or FAILED.
+
+        An attached server is only restarted with ``adopt=True`` (the user confirmed restarting a
+        process spectui did not start); spectui owns it from then on.
+        """
         if self._current is not None:
             self._current.cancel()
+        if self._server is None:
+            async for event in self._adopt(spec, adopt):
+                yield event
+            return
         try:
             if self._caps is not None:
                 spec.validate_for(self._caps)
@@ -185,6 +196,34 @@ class LiveEngine:
             yield ServerStateEvent(state=ServerState.FAILED, detail=str(error))
             return
         async for event in self._guard(self._server.restart(spec)):
+            yield event
+
+    async def _adopt(self, spec: SpecConfig, confirmed: bool) -> AsyncIterator[EngineEvent]:
+        attached = self._attached
+        if attached is None or not attached.can_adopt:
+            yield ServerStateEvent(
+                state=ServerState.FAILED,
+                detail="switching spec types needs a server on this machine whose process "
+                "spectui can see",
+            )
+            return
+        if not confirmed:
+            yield ServerStateEvent(
+                state=ServerState.FAILED,
+                detail=f"pid {attached.pid} was not started by spectui: confirm adopting it first",
+            )
+            return
+        yield ServerStateEvent(state=ServerState.RESTARTING, detail=f"adopting pid {attached.pid}")
+        try:
+            if self._caps is None and attached.exe is not None:
+                self._caps = await asyncio.to_thread(probe_capabilities, attached.exe)
+            self._server = await attached.adopt(spec, self._caps)
+        except SpectuiError as error:
+            yield ServerStateEvent(state=ServerState.FAILED, detail=str(error))
+            return
+        self._attached = None
+        self._client = None  # adopt() closed the attached client
+        async for event in self._guard(self._server.start()):
             yield event
 
     async def _guard(self, states: AsyncIterator[ServerStateEvent]) -> AsyncIterator[EngineEvent]:
@@ -229,30 +268,31 @@ class LiveEngine:
         if self._client is None or self._client.base_url != url:
             if self._client is not None:
                 await self._client.aclose()
-            self._client = ServerClient(url)
+            api_key = self._server.config.api_key if self._server is not None else None
+            self._client = ServerClient(url, api_key)
 
     async def _attach(self) -> AsyncIterator[EngineEvent]:
-        yield ServerStateEvent(
-            state=ServerState.STARTING, detail=f"connecting to {self._attach_url}"
-        )
-        client = ServerClient(str(self._attach_url), self._api_key)  # type: ignore[arg-type]
+        detail = f"connecting to {self._attach_url}"
+        yield ServerStateEvent(state=ServerState.STARTING, detail=detail)
         try:
-            props = await client.probe()
+            attached = await attach(str(self._attach_url), self._api_key)
         except SpectuiError as error:
-            await client.aclose()
             yield ServerStateEvent(state=ServerState.FAILED, detail=str(error))
             return
-        self._client = client
-        self._model = props.model_alias or props.model_path
-        self._pid = _local_pid(client.base_url)
-        yield ServerStateEvent(state=ServerState.READY, detail=f"attached to {client.base_url}")
+        self._attached = attached
+        self._client = attached.client
+        self._model = attached.props.model_alias or attached.props.model_path
+        if attached.exe is not None:
+            with contextlib.suppress(SpectuiError):
+                self._caps = await asyncio.to_thread(probe_capabilities, attached.exe)
+        yield ServerStateEvent(state=ServerState.READY, detail=f"attached to {attached.url}")
 
     async def run(self, request: GenerationRequest) -> AsyncIterator[EngineEvent]:
         """Stream one generation; ends with READY, or FAILED when the server died under it."""
         if self._client is None or self._closed:
             yield ErrorEvent(message="the server is not ready", kind="not_ready")
             return
-        pid = self._server.pid if self._server is not None else self._pid
+        pid = self._server.pid if self._server is not None else self.info.pid
         memory = MemorySampler(pid) if pid is not None else None
         run = StreamRun(self._client.http, self._client.base_url, request, memory=memory)
         self._current = run
@@ -297,15 +337,8 @@ class LiveEngine:
         if self._client is not None:
             with contextlib.suppress(Exception):
                 await self._client.aclose()
-
-
-def _local_pid(url: str) -> int | None:
-    """The pid listening at a loopback URL, when it can be seen (for memory sampling)."""
-    try:
-        from spectui.core.attach import find_local_pid
-    except ImportError:
-        return None
-    return find_local_pid(url)
+        if self._attached is not None:
+            await self._attached.aclose()
 
 
 __all__ = ["DemoModelMissingError", "LiveEngine", "SpecConfigError", "build_engine", "demo_model"]

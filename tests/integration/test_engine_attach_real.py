@@ -1,0 +1,101 @@
+"""LiveEngine attached to a llama-server started outside spectui: read, run, adopt on request."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from spectui.core.events import ServerState, ServerStateEvent, SummaryEvent
+from spectui.core.prompts import builtin_prompt
+from spectui.core.request import GenerationRequest
+from spectui.core.server import free_port
+from spectui.core.session import LiveEngine
+from spectui.core.specconfig import SpecConfig
+
+pytestmark = pytest.mark.server
+
+
+@pytest.fixture
+def outside_server(llama_binary: Path, gemma_model: Path) -> Iterator[tuple[str, int]]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            str(llama_binary),
+            "-m",
+            str(gemma_model),
+            "--port",
+            str(port),
+            "--ctx-size",
+            "1024",
+            "--metrics",
+            "--slots",
+            "--no-warmup",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        yield f"http://127.0.0.1:{port}", proc.pid
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        proc.wait(timeout=15)
+
+
+async def ready(engine_states: list[object]) -> None:
+    last = engine_states[-1]
+    assert isinstance(last, ServerStateEvent)
+    assert last.state is ServerState.READY, last.detail
+
+
+async def test_attach_run_then_adopt(outside_server: tuple[str, int]) -> None:
+    url, pid = outside_server
+    engine = LiveEngine.attached(url)
+    try:
+        # The outside server may still be loading: retry the attach until it is ready.
+        for _ in range(100):
+            states = [e async for e in engine.start()]
+            if states[-1].state is ServerState.READY:  # type: ignore[union-attr]
+                break
+            import asyncio
+
+            await asyncio.sleep(0.2)
+        await ready(states)
+        info = engine.info
+        assert (info.mode, info.pid, info.needs_adopt) == ("attached", pid, True)
+        assert "ngram-simple" in engine.spec_types
+
+        events = [e async for e in engine.run(GenerationRequest(prompt="Hello", n_predict=8))]
+        summary = next(e for e in events if isinstance(e, SummaryEvent))
+        assert summary.metrics.tokens == 8
+        assert summary.metrics.peak_rss_bytes  # the local process was found for memory
+
+        spec = SpecConfig(types=("ngram-simple",))
+        refused = [e async for e in engine.switch_spec(spec)]
+        assert refused[-1].state is ServerState.FAILED  # type: ignore[union-attr]
+        assert psutil.pid_exists(pid)  # nothing restarted without the user's confirmation
+
+        adopted = [e async for e in engine.switch_spec(spec, adopt=True)]
+        await ready(adopted)
+        assert engine.info.mode == "launched"
+        new_pid = engine.info.pid
+        assert new_pid is not None and new_pid != pid
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        async with httpx.AsyncClient() as http:
+            slots = (await http.get(engine.info.url + "/slots")).json()
+        assert slots[0]["speculative"] is True
+        prompt = builtin_prompt("code-edit").text
+        events = [e async for e in engine.run(GenerationRequest(prompt=prompt, n_predict=64))]
+        assert next(e for e in events if isinstance(e, SummaryEvent)).metrics.drafted > 0
+    finally:
+        await engine.aclose()
+    assert (
+        not psutil.pid_exists(new_pid) or psutil.Process(new_pid).status() == psutil.STATUS_ZOMBIE
+    )
