@@ -27,8 +27,14 @@ DEFAULT_THEME = "spectui-dark"
 SHIPPED_THEMES = ("spectui-dark", "spectui-light", "spectui-projector", "spectui-okabe-ito")
 """The themes in the top-level ``themes/`` folder, in the order the docs list them."""
 
-SPEC_VARIABLES = ("spec-accepted", "spec-accepted-background", "spec-target", "spec-rejected")
-"""App variables the token styles read (see app.tcss)."""
+SPEC_VARIABLES = (
+    "spec-accepted",
+    "spec-accepted-background",
+    "spec-target",
+    "spec-rejected",
+    "spec-chart",
+)
+"""App variables the token and chart styles read (see app.tcss)."""
 
 THEME_SUFFIXES = (".toml", ".json")
 
@@ -152,4 +158,5 @@ def spec_variable_defaults(theme: Theme) -> dict[str, str]:
         "spec-accepted-background": colours["success-muted"],
         "spec-target": colours["foreground"],
         "spec-rejected": colours["error"],
+        "spec-chart": colours["success"],
     }

@@ -328,12 +328,13 @@ class MainScreen(Screen[None]):
     @on(TokensArrived)
     def _tokens(self, message: TokensArrived) -> None:
         self.answer.add(message.tokens)
+        self.charts.add_tokens(message.tokens)
         self.charts.add_steps(message.steps)
 
     @on(MetricsUpdated)
     def _metrics_updated(self, message: MetricsUpdated) -> None:
         self.metrics.update_metrics(message.event.snapshot)
-        self.charts.add_metrics(message.event.t, message.event.snapshot)
+        self.charts.add_metrics(message.event.snapshot)
 
     @on(MemorySampled)
     def _memory(self, message: MemorySampled) -> None:
@@ -348,7 +349,7 @@ class MainScreen(Screen[None]):
         summary = message.summary
         reason = summary.stop_reason or "done"
         self.metrics.finish(reason, summary.metrics)
-        self.charts.add_metrics(summary.t, summary.metrics)
+        self.charts.add_metrics(summary.metrics)
         self.answer.finish(f"done · {reason} · {summary.metrics.tokens} tokens")
         self._run_over()
 

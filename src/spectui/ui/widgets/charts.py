@@ -3,6 +3,10 @@
 Data arrives at up to 20 Hz but the charts redraw at 2 Hz (and once when a run ends): drawing a
 plot per token would cost more than the generation it shows. Series live in bounded deques.
 In a small terminal the tokens/s chart is a sparkline; from 120×36 up it is a plotext line plot.
+
+Tokens/s over time is counted from the tokens' own timestamps in fixed buckets of client time,
+not sampled from metrics snapshots: snapshots coalesce under load, tokens never do, so the chart
+is the same however the UI kept up (and a replayed run draws identically).
 """
 
 from __future__ import annotations
@@ -18,13 +22,16 @@ from textual.widget import Widget
 from textual.widgets import Label, Sparkline
 from textual_plotext import PlotextPlot
 
-from spectui.core.events import RunMetrics, StepEvent
+from spectui.core.events import RunMetrics, StepEvent, TokenEvent
 
 REDRAW_INTERVAL_S = 0.5
 """Charts redraw at most twice a second."""
 
 SERIES_LENGTH = 600
 """Samples kept per series (older ones scroll off)."""
+
+BUCKET_S = 0.25
+"""Width of a tokens/s bucket, in seconds of the run's own clock."""
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 
@@ -48,7 +55,7 @@ class PositionBars(Widget):
         if not self.rates:
             return Text("no drafts yet", style=axis)
         height = max(1, self.size.height - 1)
-        width = max(1, min(3, self.size.width // max(1, len(self.rates))))
+        width = max(1, min(6, self.size.width // max(1, len(self.rates))))
         rates = self.rates[: max(1, self.size.width // width)]
         text = Text(no_wrap=True, overflow="crop")
         for row in range(height, 0, -1):
@@ -67,8 +74,8 @@ class ChartsPane(Horizontal):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.tps: deque[tuple[float, float]] = deque(maxlen=SERIES_LENGTH)
-        """(seconds since the request, decode rate over the engine's rolling window)."""
+        self.buckets: deque[list[int]] = deque(maxlen=SERIES_LENGTH)
+        """[bucket number, tokens whose timestamp falls in it]; gaps are filled with zeros."""
         self.accepted_per_step: deque[int] = deque(maxlen=SERIES_LENGTH)
         self.position_rates: list[float] = []
         self._dirty = False
@@ -89,7 +96,7 @@ class ChartsPane(Horizontal):
         self.set_interval(REDRAW_INTERVAL_S, self._tick)
 
     def reset(self) -> None:
-        self.tps.clear()
+        self.buckets.clear()
         self.accepted_per_step.clear()
         self.position_rates = []
         self.replot()
@@ -98,9 +105,24 @@ class ChartsPane(Horizontal):
         self.accepted_per_step.extend(step.accepted for step in steps)
         self._dirty = bool(steps) or self._dirty
 
-    def add_metrics(self, t: float, metrics: RunMetrics) -> None:
-        if metrics.tokens_per_second_now is not None:
-            self.tps.append((t, metrics.tokens_per_second_now))
+    def add_tokens(self, tokens: tuple[TokenEvent, ...]) -> None:
+        for token in tokens:
+            number = int(token.t / BUCKET_S)
+            last = self.buckets[-1][0] if self.buckets else number
+            if self.buckets and number <= last:
+                self.buckets[-1][1] += 1  # same bucket (or a timestamp from the past: no reorder)
+                continue
+            self.buckets.extend([n, 0] for n in range(last + 1, number))  # a stall shows as zero
+            self.buckets.append([number, 1])
+        self._dirty = self._dirty or bool(tokens)
+
+    @property
+    def tps(self) -> list[tuple[float, float]]:
+        """(bucket midpoint in seconds, tokens/s) for every complete bucket."""
+        complete = list(self.buckets)[:-1]  # the newest bucket is still filling
+        return [((n + 0.5) * BUCKET_S, count / BUCKET_S) for n, count in complete]
+
+    def add_metrics(self, metrics: RunMetrics) -> None:
         if metrics.steps:
             self.position_rates = [n / metrics.steps for n in metrics.accepted_per_position]
         self._dirty = True
@@ -113,21 +135,22 @@ class ChartsPane(Horizontal):
         """Redraw all charts from the series (cheap enough at 2 Hz, too slow per token)."""
         self._dirty = False
         with self.app.batch_update():
-            self.query_one("#tps-spark", Sparkline).data = [rate for _, rate in self.tps]
+            tps = self.tps
+            self.query_one("#tps-spark", Sparkline).data = [rate for _, rate in tps]
             self.query_one("#steps-spark", Sparkline).data = list(self.accepted_per_step)
             bars = self.query_one(PositionBars)
             bars.rates = self.position_rates
             bars.refresh()
             plot = self.query_one("#tps-plot", PlotextPlot)
             if plot.display:
-                self._plot_tps(plot)
+                self._plot_tps(plot, tps)
 
-    def _plot_tps(self, plot: PlotextPlot) -> None:
+    def _plot_tps(self, plot: PlotextPlot, tps: list[tuple[float, float]]) -> None:
         plt = plot.plt
         plt.clear_figure()
         plt.xlabel("s")
-        if self.tps:
+        if tps:
             colour = Color.parse(self.app.theme_variables.get("primary", "white")).rgb
-            plt.plot([t for t, _ in self.tps], [r for _, r in self.tps], color=colour)
-            plt.ylim(0, max(r for _, r in self.tps) * 1.1 or 1)
+            plt.plot([t for t, _ in tps], [r for _, r in tps], color=colour)
+            plt.ylim(0, max(r for _, r in tps) * 1.1 or 1)
         plot.refresh()

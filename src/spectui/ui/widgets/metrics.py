@@ -63,7 +63,7 @@ def _rows(
         ("rejected", *both("rejected", fmt.num)),
         ("status", now.status if now else "no run yet", before.status if before else ""),
         ("prompt tok", *both("prompt_tokens", fmt.num)),
-        ("prompt tok/s", *both("prompt_tokens_per_second", fmt.rate)),
+        ("prompt t/s", *both("prompt_tokens_per_second", fmt.rate)),
         ("RSS", fmt.size(memory.rss_bytes) if memory else fmt.DASH, ""),
         ("RSS−shared", fmt.size(memory.rss_minus_shared_bytes) if memory else fmt.DASH, ""),
         ("peak RSS", *both("peak_rss_bytes", fmt.size)),
@@ -74,8 +74,8 @@ def _rows(
     return rows
 
 
-LABEL_WIDTH = 12
-"""Wide enough for every label below; at 80 columns the values get 11 characters each."""
+LABEL_WIDTH = 11
+"""Wide enough for every label below; at 80 columns the values get 12 characters each."""
 
 
 class MetricsPane(Widget):

@@ -36,11 +36,11 @@ def describe(info: ServerInfo) -> str:
     parts: list[str] = [info.mode]
     binary = info.binary.name if info.binary else "llama-server"
     parts.append(f"{binary} {info.version}" if info.version else binary)
+    if info.pid:
+        parts.append(f"pid {info.pid}")
     if info.model:
         parts.append(info.model.rsplit("/", 1)[-1])
     parts.append(info.url)
-    if info.pid:
-        parts.append(f"pid {info.pid}")
     return " · ".join(parts)
 
 
@@ -53,6 +53,7 @@ class ServerBar(Widget):
         "server--failed",
         "server--info",
         "server--spec",
+        "server--hint",
     }
 
     def __init__(self, info: ServerInfo, *, id: str | None = None) -> None:
@@ -92,7 +93,7 @@ class ServerBar(Widget):
         if self.detail:
             text.append(f"  {self.detail}")
         if state is ServerState.FAILED:
-            text.append("  · R retry · l log", style)
+            text.append("  R retry · l log", self.get_component_rich_style("server--hint"))
         text.append("\n")
         text.append(describe(self.info), self.get_component_rich_style("server--info"))
         return text

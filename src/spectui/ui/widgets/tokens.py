@@ -115,7 +115,7 @@ class TokenLegend(_Styled):
         text.append("accepted draft", styles.draft)
         text.append("  target", styles.target)
         text.append("  " + REJECT_MARK + "ⁿ", styles.rejected)
-        text.append(" n drafts rejected")
+        text.append(" n rejected")
         return text
 
 
@@ -180,23 +180,33 @@ class AnswerPane(Vertical):
     def view(self) -> TokenView:
         return self.query_one(TokenView)
 
+    @property
+    def scroller(self) -> VerticalScroll:
+        return self.query_one("#answer-scroll", VerticalScroll)
+
     def begin(self, title: str) -> None:
-        """A new run: clear, title it, and follow the end of the text."""
+        """A new run: clear and title it."""
         self.border_title = title
         self.border_subtitle = "sent"
         view = self.view
         view.placeholder = "waiting for the first token…"
         view.clear()
-        self.query_one("#answer-scroll", VerticalScroll).anchor()
+        self.scroller.scroll_home(animate=False)
 
     def progress(self, event: PromptProgressEvent) -> None:
         cached = f", {event.cached} cached" if event.cached else ""
         self.border_subtitle = f"prompt {event.processed}/{event.total}{cached}"
 
     def add(self, events: tuple[TokenEvent, ...]) -> None:
-        if events:
-            self.border_subtitle = "generating"
-            self.view.add(events)
+        if not events:
+            return
+        self.border_subtitle = "generating"
+        # Follow the end of the text unless the user scrolled up to read.
+        scroller = self.scroller
+        follow = scroller.scroll_y >= scroller.max_scroll_y - 1
+        self.view.add(events)
+        if follow:
+            scroller.scroll_end(animate=False)
 
     def finish(self, status: str) -> None:
         self.border_subtitle = status
