@@ -22,8 +22,8 @@ class ServerInfo(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    mode: Literal["launched", "attached"]
-    """Whether spectui started the server or attached to one."""
+    mode: Literal["launched", "attached", "replay"]
+    """Whether spectui started the server, attached to one, or replays a recorded session."""
     url: str
     """Base URL, e.g. http://127.0.0.1:8080."""
     binary: Path | None = None
