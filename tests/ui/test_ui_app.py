@@ -278,3 +278,21 @@ async def test_prompt_text_and_no_model_screen(settings: Settings) -> None:
         await pilot.press("q")
         await pilot.pause()
     assert not app.is_running
+
+
+async def test_answer_follows_the_end_unless_scrolled_up() -> None:
+    gate = asyncio.Event()
+    engine = FakeEngine(run_gate=gate, hold_after=300)
+    settings = Settings(n_predict=600)
+    app = SpectuiApp(engine, settings, prompt_text="Go on and on", autorun=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.screen.query_one(TokenView)
+        await settle(pilot, lambda: len(engine.emitted) >= 300 and view.max_scroll_y > 10)
+        assert view.scroll_y == view.max_scroll_y  # following the newest tokens
+        view.scroll_home(animate=False, immediate=True)  # the reader scrolls up...
+        gate.set()
+        await settle(pilot, _done(app))
+        assert view.scroll_y == 0  # ...and the stream does not yank them back down
+        await pilot.press("r")
+        await settle(pilot, _done(app, runs=2))
+        assert view.scroll_y == view.max_scroll_y > 0  # a new run follows again

@@ -15,10 +15,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.cells import cell_len
+from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Vertical
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 from textual.widget import Widget
 
 from spectui.core.events import PromptProgressEvent, TokenEvent, TokenOrigin
@@ -95,22 +100,26 @@ class TokenStyles:
         text.append(token.text, style)
 
 
-class _Styled(Widget):
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"token--draft", "token--target", "token--rejected"}
-
-    def token_styles(self) -> TokenStyles:
-        return TokenStyles(
-            self.get_component_rich_style("token--draft"),
-            self.get_component_rich_style("token--target"),
-            self.get_component_rich_style("token--rejected"),
-        )
+TOKEN_CLASSES = {"token--draft", "token--target", "token--rejected"}
+"""Component classes that carry the token styles (see app.tcss)."""
 
 
-class TokenLegend(_Styled):
+def token_styles(widget: Widget) -> TokenStyles:
+    """The token styles as the widget's component classes define them in the current theme."""
+    return TokenStyles(
+        widget.get_component_rich_style("token--draft"),
+        widget.get_component_rich_style("token--target"),
+        widget.get_component_rich_style("token--rejected"),
+    )
+
+
+class TokenLegend(Widget):
     """One line explaining the styles, drawn with the very styles it explains."""
 
+    COMPONENT_CLASSES: ClassVar[set[str]] = TOKEN_CLASSES
+
     def render(self) -> Text:
-        styles = self.token_styles()
+        styles = token_styles(self)
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("accepted draft", styles.draft)
         text.append("  target", styles.target)
@@ -119,53 +128,143 @@ class TokenLegend(_Styled):
         return text
 
 
-class TokenView(_Styled):
-    """The answer text. Appends are incremental; a full rebuild happens on drops or restyles."""
+class WrappedLines:
+    """Styled text wrapped at a width, built incrementally.
+
+    Greedy word wrapping never moves a break that already has a line after it, so appending
+    text only re-wraps the *open* last line; finished lines are kept as they are. Cost per
+    batch is proportional to the batch, not to the answer.
+    """
+
+    def __init__(self, console: Console, width: int) -> None:
+        self.console = console
+        self.width = max(1, width)
+        self.lines: list[Text] = []
+        """Finished lines."""
+        self.open = Text()
+        """The last line, still growing."""
+
+    def __len__(self) -> int:
+        return len(self.lines) + 1
+
+    def append(self, text: Text) -> None:
+        self.open.append_text(text)
+        plain = self.open.plain
+        if "\n" not in plain and cell_len(plain) <= self.width:
+            return
+        wrapped = self.open.wrap(self.console, self.width, overflow="fold")
+        self.lines.extend(wrapped[:-1])
+        self.open = wrapped[-1] if len(wrapped) else Text()
+
+    def line(self, index: int) -> Text | None:
+        if index < len(self.lines):
+            return self.lines[index]
+        return self.open if index == len(self.lines) else None
+
+
+class TokenView(ScrollView, can_focus=True):
+    """The answer text: a scrollable view of wrapped lines, each rendered once.
+
+    Adding a batch appends to the open line; everything is re-wrapped only when the width or
+    the theme changes, or when old tokens are dropped (rarely: a quarter of the cap at a time).
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = TOKEN_CLASSES
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.model = TokenLog()
         """What is shown: the tokens kept, and counts over the whole run."""
-        self._text: Text | None = None
         self.placeholder = ""
-        """Shown while there is no token yet (e.g. 'processing prompt 120/512')."""
+        """Shown while there is no token yet (e.g. 'waiting for the first token…')."""
+        self._wrapped: WrappedLines | None = None
+        self._strips: dict[int, Strip] = {}
+
+    @property
+    def wrapped(self) -> WrappedLines:
+        """The wrapped answer, rebuilt from the model when it is stale."""
+        if self._wrapped is None:
+            self._wrapped = self._rewrap()
+        return self._wrapped
+
+    def _invalidate(self) -> None:
+        self._wrapped = None
+        self._strips.clear()
+
+    def _rewrap(self) -> WrappedLines:
+        self._strips.clear()
+        width = self.scrollable_content_region.width or self.size.width or 80
+        wrapped = WrappedLines(self.app.console, width)
+        if self.model.dropped:
+            wrapped.append(Text(f"… {self.model.dropped:,} earlier tokens not shown\n", "italic"))
+        elif not self.model.tokens:
+            wrapped.append(Text(self.placeholder, style="italic"))
+        styles = token_styles(self)
+        text = Text()
+        for token in self.model.tokens:
+            styles.append(text, token)
+        wrapped.append(text)
+        return wrapped
+
+    def _sync_size(self) -> None:
+        self.virtual_size = Size(self.wrapped.width, len(self.wrapped))
 
     def clear(self) -> None:
         self.model.clear()
-        self._text = None
-        self.refresh(layout=True)
+        self._invalidate()
+        self._sync_size()
+        self.scroll_home(animate=False)
+        self.refresh()
 
     def add(self, events: tuple[TokenEvent, ...]) -> None:
-        """Append a batch; one layout refresh per batch, never per token."""
-        start = len(self.model.tokens)
-        if self.model.extend(events) or self._text is None:
-            self._text = None
+        """Append a batch: one refresh per batch, never one per token."""
+        if not events:
+            return
+        follow = self.scroll_y >= self.max_scroll_y - 1  # unless the user scrolled up to read
+        was_empty = not self.model.tokens
+        if self.model.extend(events) or was_empty:
+            self._invalidate()
         else:
-            styles = self.token_styles()
-            for token in list(self.model.tokens)[start:]:
-                styles.append(self._text, token)
-        self.refresh(layout=True)
+            styles = token_styles(self)
+            text = Text()
+            for token in list(self.model.tokens)[-len(events) :]:
+                styles.append(text, token)
+            self.wrapped.append(text)
+            self._strips.pop(len(self.wrapped.lines) - 1, None)
+        self._sync_size()
+        self.refresh()
+        if follow:
+            # force: the scrollbar that allows scrolling appears only after the next layout.
+            self.scroll_end(animate=False, force=True)
 
     def notify_style_update(self) -> None:
-        # The theme changed: the cached text carries the old colours.
+        # The theme changed: rendered lines carry the old colours.
         super().notify_style_update()
-        self._text = None
+        self._invalidate()
 
-    def _build(self) -> Text:
-        text = Text()
-        if self.model.dropped:
-            text.append(f"… {self.model.dropped:,} earlier tokens not shown\n", "dim italic")
-        styles = self.token_styles()
-        for token in self.model.tokens:
-            styles.append(text, token)
-        return text
+    def on_resize(self) -> None:
+        if (
+            self._wrapped is not None
+            and self._wrapped.width != self.scrollable_content_region.width
+        ):
+            self._invalidate()
+            self._sync_size()
 
-    def render(self) -> Text:
-        if not self.model.tokens:
-            return Text(self.placeholder, style="italic")
-        if self._text is None:
-            self._text = self._build()
-        return self._text.copy()
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        wrapped = self.wrapped
+        strip = self._strips.get(index)
+        if strip is None:
+            line = wrapped.line(index)
+            if line is None:
+                return Strip.blank(width, base)
+            strip = Strip(line.render(self.app.console)).apply_style(base)
+            if index < len(wrapped.lines):  # the open line changes with every batch
+                self._strips[index] = strip
+        return strip.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, index)
 
 
 class AnswerPane(Vertical):
@@ -173,16 +272,11 @@ class AnswerPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield TokenLegend(id="legend")
-        with VerticalScroll(id="answer-scroll"):
-            yield TokenView(id="tokens")
+        yield TokenView(id="tokens")
 
     @property
     def view(self) -> TokenView:
         return self.query_one(TokenView)
-
-    @property
-    def scroller(self) -> VerticalScroll:
-        return self.query_one("#answer-scroll", VerticalScroll)
 
     def begin(self, title: str) -> None:
         """A new run: clear and title it."""
@@ -191,22 +285,15 @@ class AnswerPane(Vertical):
         view = self.view
         view.placeholder = "waiting for the first token…"
         view.clear()
-        self.scroller.scroll_home(animate=False)
 
     def progress(self, event: PromptProgressEvent) -> None:
         cached = f", {event.cached} cached" if event.cached else ""
         self.border_subtitle = f"prompt {event.processed}/{event.total}{cached}"
 
     def add(self, events: tuple[TokenEvent, ...]) -> None:
-        if not events:
-            return
-        self.border_subtitle = "generating"
-        # Follow the end of the text unless the user scrolled up to read.
-        scroller = self.scroller
-        follow = scroller.scroll_y >= scroller.max_scroll_y - 1
-        self.view.add(events)
-        if follow:
-            scroller.scroll_end(animate=False)
+        if events:
+            self.border_subtitle = "generating"
+            self.view.add(events)
 
     def finish(self, status: str) -> None:
         self.border_subtitle = status
