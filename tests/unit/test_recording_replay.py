@@ -170,3 +170,18 @@ async def test_shared_clock_steps_both_sessions_on_one_time_scale(tmp_path: Path
 def test_bad_speed_is_refused() -> None:
     with pytest.raises(ValueError, match="speed"):
         ReplayClock(0)
+
+
+async def test_a_step_before_the_run_plays_its_first_token(tmp_path: Path) -> None:
+    engine = ReplayEngine(_session(tmp_path, [5.0, 10.0]))
+    engine.step()  # nothing waits yet: the run that starts next takes the step
+    seen: list[EngineEvent] = []
+
+    async def consume() -> None:
+        async for event in engine.run():
+            seen.append(event)
+
+    task = asyncio.create_task(consume())
+    await _drain()
+    assert [e.type for e in seen] == ["server_state", "token"]
+    task.cancel()

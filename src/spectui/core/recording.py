@@ -255,3 +255,20 @@ class RecordingEngine:
         cancel = getattr(self.inner, "cancel_run", None)
         if cancel is not None:
             cancel()
+
+
+def recorder_for(engine: Engine, settings: Settings, path: Path | None = None) -> Engine:
+    """``engine``, wrapped to record when a file is given or the ``record`` setting is on."""
+    if path is None and not settings.record:
+        return engine
+    return RecordingEngine.for_settings(engine, settings, path=path)
+
+
+def recording_notes(engine: Engine) -> list[str]:
+    """Lines for the user about what ``engine`` recorded (where to, what went wrong)."""
+    if not isinstance(engine, RecordingEngine):
+        return []
+    notes = [f"recorded to {path}" for path in engine.paths if path.exists()]
+    if engine.problem:
+        notes.append(engine.problem)
+    return notes

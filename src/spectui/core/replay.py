@@ -1,10 +1,11 @@
 """Replaying a session: its numbers recomputed by the live code, its events on a pausable clock.
 
 `recompute` feeds the recorded tokens, steps and memory samples to the same `MetricsTracker` the
-live stream uses, at their recorded times, so the replayed summary equals the live one exactly
-(floats survive JSON unchanged). The only input the events do not carry — the server's prompt
-counters — comes from the server timings recorded with the summary, applied where live applied
-them: with the first token.
+live stream uses, at their recorded times, so the replayed numbers equal the live ones exactly
+(floats survive JSON unchanged). The prompt numbers are the one input the client cannot compute:
+the server reports them in each chunk's timings, which are not events. They are taken from where
+the recording keeps them: each snapshot's own prompt fields, and the server timings recorded with
+the summary.
 
 `ReplayEngine` implements the `Engine` protocol over a session, so the full TUI replays a run
 without a server. Its `ReplayClock` maps recording time to loop time at a speed (or as fast as
@@ -58,18 +59,13 @@ class Recomputed:
 def recompute(session: Session) -> Recomputed:
     """Recompute every metrics snapshot and the summary from tokens, steps and memory."""
     recorded = session.summary
-    prompt = _prompt_timings(recorded)
     tracker = MetricsTracker()
-    prompt_applied = False
     text: list[str] = []
     events: list[EngineEvent] = []
     last_t = 0.0
     for event in session.events:
         last_t = max(last_t, event.t)
         if isinstance(event, TokenEvent):
-            if not prompt_applied and prompt is not None:
-                tracker.on_timings(prompt)
-                prompt_applied = True
             tracker.on_token(event)
             text.append(event.text)
         elif isinstance(event, StepEvent):
@@ -77,11 +73,14 @@ def recompute(session: Session) -> Recomputed:
         elif isinstance(event, MemoryEvent):
             tracker.on_memory(event)
         elif isinstance(event, MetricsEvent):
+            # Server-reported prompt numbers as they stood then (mid-prompt ones differ).
+            tracker.prompt_tokens = event.snapshot.prompt_tokens
+            tracker.prompt_tokens_per_second = event.snapshot.prompt_tokens_per_second
             event = MetricsEvent(t=event.t, snapshot=tracker.snapshot(event.t))
         elif isinstance(event, SummaryEvent):
-            if not prompt_applied and prompt is not None:
-                tracker.on_timings(prompt)  # timings arrived but no token did
-                prompt_applied = True
+            timings = _prompt_timings(event)
+            if timings is not None:
+                tracker.on_timings(timings)  # the last chunk's timings, as live saw them last
             event = _summary(event, tracker, text)
         events.append(event)
     if recorded is None:
@@ -125,6 +124,8 @@ class ReplayClock:
         self._position = 0.0
         """The latest recording time any waiter was released at."""
         self._waiting: dict[int, float] = {}
+        self._pending_step = False
+        """A step asked for while nobody waited (before a run): the next waiter takes it."""
         self._ids = itertools.count()
 
     @property
@@ -182,6 +183,8 @@ class ReplayClock:
         if self._waiting:
             self._base = max(self._base, min(self._waiting.values()))
             self._changed()
+        else:
+            self._pending_step = True
 
     def set_speed(self, speed: float | None) -> None:
         """Change speed from now on; time already played stays where it is."""
@@ -209,6 +212,9 @@ class ReplayClock:
             self.restart()
         ident = next(self._ids)
         self._waiting[ident] = step_to
+        if self._pending_step and self._paused and self.now() < t:
+            self._pending_step = False
+            self._base = max(self._base, step_to)
         try:
             while (now := self.now()) < t:
                 wake = self._wake
