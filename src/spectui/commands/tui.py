@@ -6,6 +6,7 @@ import argparse
 
 from spectui.commands.common import prompt_from_args
 from spectui.config import Settings
+from spectui.core.recording import RecordingEngine
 from spectui.core.session import DemoModelMissingError, build_engine
 
 
@@ -18,4 +19,6 @@ def run_tui_command(settings: Settings, args: argparse.Namespace) -> int:
         engine = build_engine(settings)
     except DemoModelMissingError as error:
         return run_no_model(settings, str(error))
-    return run_tui(engine, settings, prompt_text=prompt, autorun=bool(args.run))
+    # Always wrapped, so the record key works; on from the start with the `record` setting.
+    recorder = RecordingEngine.for_settings(engine, settings, recording=settings.record)
+    return run_tui(recorder, settings, prompt_text=prompt, autorun=bool(args.run))

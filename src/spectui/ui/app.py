@@ -20,6 +20,7 @@ from textual.screen import Screen
 from spectui.config import Settings
 from spectui.core.engine import Engine
 from spectui.core.prompts import DEFAULT_PROMPT_KEY, builtin_prompt
+from spectui.core.recording import RecordingEngine
 from spectui.core.request import GenerationRequest
 from spectui.ui.screens.dialogs import NoModelScreen
 from spectui.ui.screens.main import MainScreen
@@ -31,6 +32,7 @@ from spectui.ui.themes import (
     spec_variable_defaults,
     user_theme_dir,
 )
+from spectui.ui.widgets.recording import sync_recording
 
 EXIT_SIGNALS = {signal.SIGHUP: 129, signal.SIGTERM: 143}
 """Signals that end the app cleanly, with the shell's 128+N exit status."""
@@ -57,7 +59,10 @@ class SpectuiApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "spectui"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+q", "quit", "Quit", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+q", "quit", "Quit", show=False),
+        Binding("ctrl+r", "toggle_recording", "Rec"),
+    ]
 
     def __init__(
         self,
@@ -106,6 +111,7 @@ class SpectuiApp(App[None]):
             return
         prompt = initial_prompt(self.settings, self.prompt_text)
         self.push_screen(MainScreen(self.engine, prompt, autorun=self.autorun))
+        self.call_later(lambda: sync_recording(self.main_screen, self.engine))
 
     @property
     def main_screen(self) -> MainScreen | None:
@@ -130,6 +136,27 @@ class SpectuiApp(App[None]):
         yield SystemCommand("Server log", "Show or hide the server log (l)", main.action_toggle_log)
         yield SystemCommand("Prompt", "Choose the prompt and sampling (p)", main.action_pick_prompt)
         yield SystemCommand("Help", "Keys, legend and metrics (?)", main.action_help)
+        if isinstance(self.engine, RecordingEngine):
+            yield SystemCommand(
+                "Record", "Start/stop recording runs (ctrl+r)", self.action_toggle_recording
+            )
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # The recording key exists only where the engine can record (not in a replay).
+        if action == "toggle_recording":
+            return isinstance(self.engine, RecordingEngine)
+        return True
+
+    def action_toggle_recording(self) -> None:
+        """Start or stop recording runs to session files (the banner shows while on)."""
+        if not isinstance(self.engine, RecordingEngine):
+            return
+        on = self.engine.toggle_recording()
+        sync_recording(self.main_screen, self.engine)
+        self.notify(
+            f"recording runs to {self.engine.sessions_dir}" if on else "recording stopped",
+            title="Sessions",
+        )
 
     async def action_quit(self) -> None:
         """Stop the server (if spectui launched it) before leaving."""

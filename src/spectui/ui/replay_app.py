@@ -1,0 +1,92 @@
+"""The TUI over recorded sessions: `spectui replay FILE [FILE2]`, and the SVG export.
+
+`ReplayApp` is the live app with a replay screen in place of the main screen, so themes, keys
+and quitting behave exactly as live. `replay_screenshot` plays a session as fast as possible in a
+headless app and returns Textual's SVG screenshot of the finished screen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from textual import on
+from textual.events import Mount
+from textual.pilot import Pilot
+
+from spectui.config import Settings
+from spectui.core.errors import SpectuiError
+from spectui.core.replay import ReplayClock, ReplayEngine
+from spectui.core.sessionfile import Session
+from spectui.ui.app import SpectuiApp, run_tui_async
+from spectui.ui.screens.replay import ReplayPairScreen, ReplayScreen
+
+SCREENSHOT_SIZE = (120, 40)
+"""Terminal size of an SVG export: wide enough for the full charts."""
+
+SCREENSHOT_ROUNDS = 5000
+"""Idle turns a headless replay gets to finish before the export gives up."""
+
+
+class ReplayError(SpectuiError):
+    """A headless replay did not get to its end."""
+
+    title = "Replay failed"
+
+
+class ReplayApp(SpectuiApp):
+    """The spectui app playing one session, or two side by side."""
+
+    def __init__(self, engines: list[ReplayEngine], settings: Settings) -> None:
+        super().__init__(engines[0], settings, autorun=True)
+        self.replays = engines
+
+    @on(Mount)
+    def _mount_replay(self, event: Mount) -> None:
+        # Runs before, and instead of, SpectuiApp.on_mount, which would push the live screen.
+        event.prevent_default()
+        for problem in self._theme_problems:
+            self.notify(problem, title="Theme", severity="warning", timeout=10)
+        if len(self.replays) == 1:
+            self.push_screen(ReplayScreen(self.replays[0]))
+        else:
+            self.push_screen(ReplayPairScreen(self.replays))
+
+
+def replay_engines(sessions: list[Session], speed: float | None) -> list[ReplayEngine]:
+    """One engine with its own clock, or engines sharing one clock for side by side."""
+    if len(sessions) == 1:
+        return [ReplayEngine(sessions[0], clock=ReplayClock(speed))]
+    return ReplayEngine.pair(sessions, speed)
+
+
+def run_replay_tui(sessions: list[Session], settings: Settings, *, speed: float | None) -> int:
+    """Play ``sessions`` in the TUI until the user quits; returns the exit status."""
+    app = ReplayApp(replay_engines(sessions, speed), settings)
+    return asyncio.run(run_tui_async(app))
+
+
+async def replay_screenshot(
+    session: Session, settings: Settings, size: tuple[int, int] = SCREENSHOT_SIZE
+) -> str:
+    """The SVG of the full TUI once ``session`` has played to its end (headless, at max speed)."""
+    engine = ReplayEngine(session, clock=ReplayClock(None))
+    app = ReplayApp([engine], settings)
+    shots: list[str] = []
+
+    async def shoot(pilot: Pilot[object]) -> None:
+        try:
+            for _ in range(SCREENSHOT_ROUNDS):
+                screen = app.main_screen
+                if screen is not None and engine.finished and not screen.running:
+                    screen.charts.replot()
+                    await pilot.pause()
+                    shots.append(app.export_screenshot(title=session.header.title))
+                    break
+                await pilot.pause()
+        finally:
+            app.exit()
+
+    await app.run_async(headless=True, size=size, auto_pilot=shoot)
+    if not shots:
+        raise ReplayError(f"{session.name}: the replay did not finish; no screenshot taken")
+    return shots[0]

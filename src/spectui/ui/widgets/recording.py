@@ -1,0 +1,78 @@
+"""The recording indicator: a one-line banner on the main screen while runs are recorded.
+
+It is mounted only when the engine can record (a `RecordingEngine`), shown only while recording
+is on, and reads the engine's state itself once a second (which file a run goes to, a write
+that failed), so nothing else has to tell it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.screen import Screen
+from textual.widget import Widget
+
+from spectui.core.engine import Engine
+from spectui.core.recording import RecordingEngine
+
+REFRESH_S = 1.0
+"""How often the banner re-reads the engine (the file name changes once per run)."""
+
+
+class RecordingIndicator(Widget):
+    """'● REC' and where runs go, docked at the top of the screen while recording."""
+
+    DEFAULT_CSS = """
+    RecordingIndicator {
+        dock: top;
+        height: 1;
+        padding: 0 1;
+        background: $error;
+        color: $text;
+        text-style: bold;
+        display: none;
+    }
+    RecordingIndicator.-on { display: block; }
+    """
+
+    def __init__(self, engine: RecordingEngine) -> None:
+        super().__init__(id="recording")
+        self.engine = engine
+
+    def on_mount(self) -> None:
+        self.sync()
+        self.set_interval(REFRESH_S, self.sync)
+
+    def sync(self) -> None:
+        """Show or hide the banner to match the engine, with its current file."""
+        self.set_class(self.engine.recording, "-on")
+        self.refresh()
+
+    def render(self) -> Text:
+        engine = self.engine
+        text = Text("● REC ")
+        writing = engine.writing
+        if writing is not None:
+            text.append(f"recording this run to {writing}", style="not bold")
+        elif engine.last_path is not None:
+            text.append(f"next run is recorded · last: {engine.last_path}", style="not bold")
+        else:
+            text.append(f"runs are recorded to {engine.sessions_dir}", style="not bold")
+        if engine.problem:
+            text.append(f" · {engine.problem}", style="italic")
+        return text
+
+
+def sync_recording(screen: Screen[Any] | None, engine: Engine | None) -> RecordingIndicator | None:
+    """Mount the indicator on ``screen`` for a recording engine (once) and bring it up to date."""
+    if screen is None or not isinstance(engine, RecordingEngine):
+        return None
+    found = screen.query(RecordingIndicator)
+    if found:
+        indicator = found.first()
+        indicator.sync()
+        return indicator
+    indicator = RecordingIndicator(engine)
+    screen.mount(indicator)
+    return indicator
