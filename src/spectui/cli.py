@@ -85,11 +85,19 @@ def build_parser() -> argparse.ArgumentParser:
     _launch_options(stream)
     _sampling_options(stream)
     stream.add_argument("--format", choices=["text", "jsonl"], default="text")
+    stream.add_argument(
+        "--record", type=Path, metavar="FILE", help="also record the run to a session file"
+    )
 
     doctor = commands.add_parser("doctor", help="which llama-server spectui would use, and why")
     doctor.add_argument("--server-bin", type=Path, help="llama-server executable to check")
 
     commands.add_parser("prompts", help="list the built-in prompts")
+    from spectui.commands.export import add_export_parser
+    from spectui.commands.replay import add_replay_parser
+
+    add_replay_parser(commands)
+    add_export_parser(commands)
     return parser
 
 
@@ -182,6 +190,14 @@ def _dispatch(args: argparse.Namespace, extra: list[str]) -> int:
             print(f"{prompt.key:<14} {prompt.title} — {prompt.expectation}")
         return 0
     settings = settings_from(args, extra)
+    if args.command == "replay":
+        from spectui.commands.replay import run_replay
+
+        return run_replay(settings, args)
+    if args.command == "export":
+        from spectui.commands.export import run_export
+
+        return run_export(settings, args)
     if args.command == "stream":
         from spectui.commands.stream import run_stream
 

@@ -23,6 +23,7 @@ from spectui.core.events import (
     TokenEvent,
     TokenOrigin,
 )
+from spectui.core.recording import recorder_for, recording_notes
 from spectui.core.session import build_engine
 
 _DRAFT_STYLE = "\x1b[1;4;32m"  # bold, underlined, green: reads without colour too
@@ -144,7 +145,7 @@ async def _stream(settings: Settings, args: argparse.Namespace) -> int:
     as_json = args.format == "jsonl"
     colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     writer = TextWriter(sys.stdout, colour=colour)
-    engine = build_engine(settings)
+    engine = recorder_for(build_engine(settings), settings, getattr(args, "record", None))
 
     async def body() -> int:
         async for event in engine.start():
@@ -169,7 +170,10 @@ async def _stream(settings: Settings, args: argparse.Namespace) -> int:
                 print(summary_line(event.metrics), file=sys.stderr)
         return 1 if failed else 0
 
-    return await run_guarded(engine, body())
+    status = await run_guarded(engine, body())
+    for note in recording_notes(engine):
+        print(f"spectui: {note}", file=sys.stderr)
+    return status
 
 
 def _fail(message: str, as_json: bool, *, exit_code: int) -> int:

@@ -1,0 +1,97 @@
+"""`spectui replay`: play a recorded session in the full TUI (two side by side), or print its
+summary recomputed from the recorded events."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from spectui.config import Settings
+from spectui.core.errors import SpectuiError
+from spectui.core.replay import SPEEDS, recompute
+from spectui.core.sessionfile import Session, read_session
+
+MAX_SESSIONS = 2
+"""One session, or two side by side."""
+
+
+class ReplayArgsError(SpectuiError):
+    """The replay command was given something it cannot play."""
+
+    title = "Replay"
+    exit_code = 2
+
+
+def parse_speed(text: str) -> float | None:
+    """'0.5', '1', '2', 'max' (or any positive number); None means as fast as possible."""
+    if text in SPEEDS:
+        return SPEEDS[text]
+    try:
+        speed = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"speed is a number or 'max', not {text!r}") from None
+    if not speed > 0:
+        raise argparse.ArgumentTypeError(f"speed must be more than 0, not {text}")
+    return speed
+
+
+def add_replay_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `spectui replay`."""
+    replay = commands.add_parser(
+        "replay",
+        help="play a recorded session (two side by side), no server needed",
+        description="Play a session file in the TUI with its recorded timing. Keys: space "
+        "pause/resume, n step one token, v speed, r play again, q quit.",
+    )
+    replay.add_argument("files", nargs="+", type=Path, metavar="FILE", help="session file(s)")
+    replay.add_argument(
+        "--speed",
+        type=parse_speed,
+        default=1.0,
+        metavar="0.5|1|2|max",
+        help="playback speed (default 1: real time)",
+    )
+    replay.add_argument(
+        "--summary",
+        action="store_true",
+        help="print the summary recomputed from the events as JSON (no UI)",
+    )
+
+
+def load_sessions(paths: list[Path]) -> list[Session]:
+    """Read each file; report on stderr where a damaged one stopped (it still plays)."""
+    sessions = [read_session(path) for path in paths]
+    for session in sessions:
+        if session.problem:
+            print(f"spectui: {session.problem}", file=sys.stderr)
+        if session.skipped:
+            print(
+                f"spectui: {session.name}: left out {session.skipped} events of types this "
+                "spectui does not know",
+                file=sys.stderr,
+            )
+    return sessions
+
+
+def summary_json(session: Session) -> dict[str, object]:
+    """The recomputed summary in the shape of `spectui stream --format jsonl`'s summary line."""
+    from spectui.commands.stream import summary_record
+
+    return summary_record(recompute(session).summary)
+
+
+def run_replay(settings: Settings, args: argparse.Namespace) -> int:
+    """Run `spectui replay`; returns the exit status."""
+    paths: list[Path] = list(args.files)
+    if len(paths) > MAX_SESSIONS:
+        raise ReplayArgsError(f"replay plays one session, or two side by side; got {len(paths)}")
+    sessions = load_sessions(paths)
+    if args.summary:
+        for session in sessions:
+            sys.stdout.write(json.dumps(summary_json(session), ensure_ascii=False) + "\n")
+        return 0
+    from spectui.ui.replay_app import run_replay_tui
+
+    return run_replay_tui(sessions, settings, speed=args.speed)
