@@ -130,3 +130,20 @@ async def test_record_key_toggles_recording_and_the_banner(tmp_path: Path) -> No
         assert session.summary is not None and session.problem is None
         await pilot.press("ctrl+r")
         assert not engine.recording and not banner.display
+
+
+async def test_a_recorded_server_crash_replays_and_plays_again(tmp_path: Path) -> None:
+    path = tmp_path / "crash.jsonl"
+    recorder = RecordingEngine(FakeEngine(crash_after=5), sessions_dir=tmp_path, path=path)
+    async for _ in recorder.run(REQUEST):
+        pass
+    session = read_session(path)
+    engine = ReplayEngine(session, clock=ReplayClock(None))
+    app = ReplayApp([engine], Settings())
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = main_screen(app)
+        await settle(pilot, lambda: engine.finished and not screen.running)
+        assert screen.state is ServerState.FAILED  # as recorded
+        await pilot.press("r")
+        await settle(pilot, lambda: engine.plays == 2 and engine.finished and not screen.running)
+        assert shown(screen.query_one(TokenView)) == recorded_tokens(session)

@@ -16,7 +16,14 @@ from spectui.core.events import (
     TokenOrigin,
     engine_event_adapter,
 )
-from spectui.core.recording import RecordingEngine, header_for, launch_flags, recorded
+from spectui.core.recording import (
+    RecordingEngine,
+    header_for,
+    launch_flags,
+    recorded,
+    recorder_for,
+    recording_notes,
+)
 from spectui.core.request import GenerationRequest
 from spectui.core.sessionfile import (
     SCHEMA_VERSION,
@@ -230,3 +237,15 @@ def test_launch_flags_carry_ctx_size_and_extras_but_not_for_attach() -> None:
         "2",
     ]
     assert launch_flags(Settings(url="http://h:1")) == []
+
+
+async def test_record_setting_writes_to_the_sessions_dir(tmp_path: Path) -> None:
+    inner = CaptureEngine()
+    assert recorder_for(inner, Settings()) is inner
+    settings = Settings(record=True, sessions_dir=tmp_path / "sessions")
+    engine = recorder_for(inner, settings)
+    async for _ in engine.run(REQUEST):
+        pass
+    (path,) = (tmp_path / "sessions").iterdir()
+    assert recording_notes(engine) == [f"recorded to {path}"]
+    assert read_session(path).summary is not None

@@ -250,6 +250,8 @@ class ReplayEngine:
         self._step_to = _step_targets(self.events, self._times)
         self.finished = False
         """Whether the last run played every event."""
+        self.plays = 0
+        """How many runs have started."""
 
     @classmethod
     def pair(cls, sessions: Sequence[Session], speed: float | None) -> list[ReplayEngine]:
@@ -295,6 +297,7 @@ class ReplayEngine:
     async def run(self, request: GenerationRequest | None = None) -> AsyncIterator[EngineEvent]:
         """The recorded events on the clock (``request`` is ignored: the recording's ran)."""
         self.finished = False
+        self.plays += 1
         if self._owns_clock:
             self.clock.restart()
         for event, t, step_to in zip(self.events, self._times, self._step_to, strict=True):

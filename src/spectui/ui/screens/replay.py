@@ -18,7 +18,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from spectui.core.events import ErrorEvent, RunMetrics
+from spectui.core.events import ErrorEvent, RunMetrics, ServerState, ServerStateEvent
 from spectui.core.replay import ReplayClock, ReplayEngine
 from spectui.ui.bridge import Post, pump
 from spectui.ui.messages import (
@@ -88,6 +88,12 @@ class ReplayScreen(MainScreen):
 
     def _show_clock(self) -> None:
         self.query_one("#metrics-scroll").border_subtitle = clock_label(self.replay.clock)
+
+    def action_run(self) -> None:
+        if self.state is ServerState.FAILED and not self.running:
+            # A recorded server failure is part of the story, not a state to recover from.
+            self._show_state(ServerStateEvent(state=ServerState.READY, detail="replay"))
+        super().action_run()
 
     def action_toggle_pause(self) -> None:
         self.replay.toggle_pause()
