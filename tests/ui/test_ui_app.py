@@ -296,3 +296,19 @@ async def test_answer_follows_the_end_unless_scrolled_up() -> None:
         await pilot.press("r")
         await settle(pilot, _done(app, runs=2))
         assert view.scroll_y == view.max_scroll_y > 0  # a new run follows again
+
+
+async def test_a_dialog_submitted_twice_answers_once(engine: FakeEngine, make_app: MakeApp) -> None:
+    """Keys that arrive in one burst (tmux, SSH) can submit a picker again before it closes."""
+    app = make_app(engine)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, lambda: main_screen(app).state is ServerState.READY)
+        await pilot.press("t")
+        picker = app.screen
+        assert isinstance(picker, SpecPickerScreen)
+        picker.action_choose()
+        picker.action_choose()
+        await settle(pilot, _done(app))
+        assert len(engine.switch_calls) == 1
+        assert app.screen is main_screen(app)
+        assert app.is_running

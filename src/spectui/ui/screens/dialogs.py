@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Label, Static
+
+AnswerT = TypeVar("AnswerT")
+
+
+class AnswerOnce(ModalScreen[AnswerT]):
+    """A modal that answers exactly once.
+
+    Keys typed ahead (a fast typist, or keys arriving in one burst over SSH) can submit a dialog
+    again before its first dismissal has popped it; a second dismiss would pop the screen below.
+    """
+
+    _answered = False
+
+    def answer(self, result: AnswerT) -> None:
+        """Dismiss with ``result``, unless this dialog already answered."""
+        if self._answered:
+            return
+        self._answered = True
+        self.dismiss(result)
+
 
 HELP_TEXT = """\
 [b]Keys[/b]
@@ -33,7 +53,7 @@ HELP_TEXT = """\
 """
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class ConfirmScreen(AnswerOnce[bool]):
     """A question answered with y / n."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -52,10 +72,10 @@ class ConfirmScreen(ModalScreen[bool]):
             yield Label("y: yes · n / esc: no", classes="hint")
 
     def action_answer(self, answer: bool) -> None:
-        self.dismiss(answer)
+        self.answer(answer)
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(AnswerOnce[None]):
     """Keys, the token legend and what the numbers mean."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -69,7 +89,7 @@ class HelpScreen(ModalScreen[None]):
             yield Label("esc: close", classes="hint")
 
     def action_close(self) -> None:
-        self.dismiss(None)
+        self.answer(None)
 
 
 NO_MODEL_TEXT = """\

@@ -11,12 +11,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Checkbox, Input, Label, OptionList, TextArea
 from textual.widgets.option_list import Option
 
 from spectui.core.prompts import BUILTIN_PROMPTS, BuiltinPrompt
 from spectui.core.request import GenerationRequest
+from spectui.ui.screens.dialogs import AnswerOnce
 
 CUSTOM = "custom"
 FILE = "file"
@@ -43,7 +43,7 @@ def builtin_choice(prompt: BuiltinPrompt, template: GenerationRequest) -> Prompt
     return PromptChoice(prompt.key, prompt.key, request)
 
 
-class PromptPickerScreen(ModalScreen[PromptChoice | None]):
+class PromptPickerScreen(AnswerOnce[PromptChoice | None]):
     """Dismisses with the new `PromptChoice`, or None when cancelled."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -123,7 +123,7 @@ class PromptPickerScreen(ModalScreen[PromptChoice | None]):
         self.action_choose()
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        self.answer(None)
 
     def _hint(self, message: str) -> None:
         self.query_one("#hint", Label).update(message)
@@ -174,4 +174,4 @@ class PromptPickerScreen(ModalScreen[PromptChoice | None]):
         except ValueError as error:
             self._hint(str(error))
             return
-        self.dismiss(PromptChoice(key, label, request, path))
+        self.answer(PromptChoice(key, label, request, path))

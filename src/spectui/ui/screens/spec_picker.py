@@ -10,14 +10,14 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
 from spectui.core.specconfig import SpecConfig
+from spectui.ui.screens.dialogs import AnswerOnce
 
 
-class SpecPickerScreen(ModalScreen[SpecConfig | None]):
+class SpecPickerScreen(AnswerOnce[SpecConfig | None]):
     """Choose a spec type; dismisses with the new `SpecConfig`, or None when cancelled."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -105,7 +105,7 @@ class SpecPickerScreen(ModalScreen[SpecConfig | None]):
         self.action_choose()
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        self.answer(None)
 
     def _hint(self, message: str) -> None:
         self.query_one("#hint", Label).update(message)
@@ -148,4 +148,4 @@ class SpecPickerScreen(ModalScreen[SpecConfig | None]):
         except ValidationError as error:
             self._hint(error.errors()[0]["msg"])
             return
-        self.dismiss(spec)
+        self.answer(spec)
