@@ -51,12 +51,13 @@ class RecordingIndicator(Widget):
 
     def render(self) -> Text:
         engine = self.engine
-        text = Text("● REC ")
+        # One line, never wrapped: file names, not paths (the folder is in the notification).
+        text = Text("● REC ", no_wrap=True, overflow="ellipsis")
         writing = engine.writing
         if writing is not None:
-            text.append(f"recording this run to {writing}", style="not bold")
+            text.append(f"recording this run to {writing.name}", style="not bold")
         elif engine.last_path is not None:
-            text.append(f"next run is recorded · last: {engine.last_path}", style="not bold")
+            text.append(f"next run is recorded · last: {engine.last_path.name}", style="not bold")
         else:
             text.append(f"runs are recorded to {engine.sessions_dir}", style="not bold")
         if engine.problem:
