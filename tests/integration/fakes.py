@@ -11,6 +11,12 @@ from pathlib import Path
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
+def _http_body(name: str) -> bytes:
+    """The body of a captured HTTP response (headers end at the first blank line, CRLF or LF)."""
+    raw = (FIXTURES / name).read_bytes().replace(b"\r\n", b"\n")
+    return raw.split(b"\n\n", 1)[1]
+
+
 def _first_chunk() -> bytes:
     text = (FIXTURES / "completion-ngram-simple.sse").read_bytes()
     return text.split(b"\n\n")[0] + b"\n\n"
@@ -41,11 +47,7 @@ def serve(kind: str) -> Iterator[str]:
             elif self.path == "/props":
                 self._send(200, (FIXTURES / "props.json").read_bytes(), "application/json")
             else:
-                self._send(
-                    404,
-                    (FIXTURES / "error-404.http").read_bytes().split(b"\n\n")[1],
-                    "application/json",
-                )
+                self._send(404, _http_body("error-404.http"), "application/json")
 
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length", 0)))
