@@ -67,6 +67,10 @@ class Engine(Protocol):
         """Stream one generation: tokens, steps, metrics snapshots, memory, then summary/error."""
         ...
 
+    def cancel_run(self) -> None:
+        """Stop the run in progress; its iterator ends with a summary whose reason is 'cancelled'."""
+        ...
+
     def log_tail(self, lines: int = 50) -> list[str]:
         """The server's most recent log lines (empty when attached to a remote server)."""
         ...

@@ -321,6 +321,9 @@ class ReplayEngine:
             out.append(self.session.problem)
         return out[-lines:]
 
+    def cancel_run(self) -> None:
+        """Nothing to cancel in a recording: the UI stops reading it."""
+
     async def aclose(self) -> None:
         """Nothing to stop."""
 
