@@ -1,0 +1,295 @@
+"""What a comparison is made of: configs, prompts, the run schedule, and each run's record.
+
+The schedule is the fairness contract in code: rounds alternate the configs (A B C, A B C, ...),
+never all-A-then-all-B, so drift (thermal throttling, a neighbour's load) hits every config alike;
+within a round each config runs all prompts on one server start, so a round costs one restart
+per config. Each config's first start also gets one uncounted warm-up run (round 0).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from spectui.core.checkers import Checker
+from spectui.core.request import GenerationRequest
+from spectui.core.specconfig import SpecConfig
+from spectui.core.textdiff import Divergence
+
+BASELINE = "none"
+"""Name of the baseline config: no speculation."""
+
+
+class CompareConfig(BaseModel):
+    """One speculative configuration under test."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    """The config as the user wrote it (whitespace normalised); unique within a comparison."""
+    spec: SpecConfig
+    """What it changes in the launch (``--spec-*`` flags only)."""
+    args: tuple[str, ...] = ()
+    """The llama-server arguments it adds, under their canonical names."""
+
+    @property
+    def is_baseline(self) -> bool:
+        """Whether this is the no-speculation baseline."""
+        return self.spec.types == (BASELINE,) and not self.spec.extra_args
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def label(self) -> str:
+        """Short name for tables: the spec label, plus the draft model's file name."""
+        label = self.spec.label
+        if self.spec.needs_draft_model and self.spec.draft_model is not None:
+            label += f" [{self.spec.draft_model.name}]"
+        return label
+
+
+class ComparePrompt(BaseModel):
+    """One prompt every config runs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    """Short unique identifier, e.g. 'table-row'."""
+    text: str
+    """The prompt itself."""
+    n_predict: int = Field(ge=1)
+    """Tokens to generate (the same for every config)."""
+    check: Checker | None = None
+    """What a correct response satisfies, if anything."""
+
+
+class Sampling(BaseModel):
+    """Generation parameters: identical for every run of a comparison."""
+
+    model_config = ConfigDict(frozen=True)
+
+    temperature: float = 0.0
+    """0 makes responses comparable token for token with the baseline."""
+    seed: int = 42
+    """Sampling seed."""
+    top_k: int | None = None
+    """Top-k (server default when None)."""
+    top_p: float | None = None
+    """Top-p (server default when None)."""
+    chat: bool = False
+    """Chat endpoint (the model's template) instead of raw completion."""
+    cache_prompt: bool = False
+    """Off: every run pays the full prompt, so TTFT is comparable."""
+    stall_timeout_s: float = 60.0
+    """Seconds without a byte before a run is declared stalled."""
+    n_predict: int | None = None
+    """One length for every prompt (--n-predict), or None: each prompt's own."""
+
+
+class CompareJob(BaseModel):
+    """One planned run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    seq: int
+    """Position in the schedule (0-based); the key for resuming."""
+    round: int
+    """1..reps for counted runs; 0 for warm-ups."""
+    config: str
+    """Config name."""
+    prompt: str
+    """Prompt key."""
+    warmup: bool = False
+    """An uncounted warm-up run."""
+    segment: int
+    """Index of the server start this run belongs to (one per config per round)."""
+
+
+class ComparePlan(BaseModel):
+    """Configs × prompts × repetitions, and the sampling shared by all runs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    configs: tuple[CompareConfig, ...]
+    """Configs in run order; the baseline first."""
+    prompts: tuple[ComparePrompt, ...]
+    """Prompts in run order."""
+    reps: int = Field(default=3, ge=1)
+    """Counted repetitions (rounds)."""
+    warmup: bool = True
+    """One uncounted warm-up run (first prompt) at each config's first start."""
+    sampling: Sampling = Sampling()
+    """Sampling parameters of every run."""
+
+    def config(self, name: str) -> CompareConfig:
+        """The config called ``name``."""
+        return next(c for c in self.configs if c.name == name)
+
+    def prompt(self, key: str) -> ComparePrompt:
+        """The prompt called ``key``."""
+        return next(p for p in self.prompts if p.key == key)
+
+    @property
+    def baseline(self) -> CompareConfig:
+        """The baseline config."""
+        return next(c for c in self.configs if c.is_baseline)
+
+    def jobs(self) -> list[CompareJob]:
+        """The whole schedule in run order: round by round, each config's prompts together."""
+        jobs: list[CompareJob] = []
+        segment = 0
+        for round_ in range(1, self.reps + 1):
+            for config in self.configs:
+                if round_ == 1 and self.warmup:
+                    jobs.append(
+                        CompareJob(
+                            seq=len(jobs),
+                            round=0,
+                            config=config.name,
+                            prompt=self.prompts[0].key,
+                            warmup=True,
+                            segment=segment,
+                        )
+                    )
+                for prompt in self.prompts:
+                    jobs.append(
+                        CompareJob(
+                            seq=len(jobs),
+                            round=round_,
+                            config=config.name,
+                            prompt=prompt.key,
+                            segment=segment,
+                        )
+                    )
+                segment += 1
+        return jobs
+
+    def request(self, prompt: ComparePrompt) -> GenerationRequest:
+        """The request of every run of ``prompt``."""
+        s = self.sampling
+        return GenerationRequest(
+            prompt=prompt.text,
+            chat=s.chat,
+            n_predict=prompt.n_predict,
+            temperature=s.temperature,
+            seed=s.seed,
+            top_k=s.top_k,
+            top_p=s.top_p,
+            cache_prompt=s.cache_prompt,
+            stall_timeout_s=s.stall_timeout_s,
+        )
+
+
+class RunRecord(BaseModel):
+    """One finished run: its numbers, its text, and how it compares with the baseline."""
+
+    model_config = ConfigDict(frozen=True)
+
+    seq: int
+    """Position in the schedule."""
+    config: str
+    """Config name."""
+    prompt: str
+    """Prompt key."""
+    round: int
+    """1..reps; 0 for a warm-up."""
+    warmup: bool = False
+    """Uncounted warm-up run."""
+    session: int = 0
+    """Which invocation ran it (0, then 1 after the first --resume, ...)."""
+    status: Literal["ok", "failed"] = "ok"
+    """'failed': no usable result (see error)."""
+    error: str | None = None
+    """Why it failed."""
+    finished_at: datetime | None = None
+    """Wall-clock end of the run (UTC)."""
+    ttft_ms: float | None = None
+    """Request sent -> first token (client clock)."""
+    total_ms: float | None = None
+    """Request sent -> last token."""
+    tokens: int = 0
+    """Tokens generated."""
+    tokens_per_second: float | None = None
+    """Decode rate: tokens after the first / time from first to last token."""
+    prompt_tokens: int | None = None
+    """Prompt tokens the server processed."""
+    prompt_tokens_per_second: float | None = None
+    """The server's prompt processing rate."""
+    drafted: int = 0
+    """Draft tokens proposed."""
+    accepted: int = 0
+    """Draft tokens accepted."""
+    steps: int = 0
+    """Verification steps."""
+    acceptance: float | None = None
+    """accepted / drafted."""
+    mean_acceptance_length: float | None = None
+    """Tokens per verification step (1 + accepted / steps)."""
+    accepted_per_position: list[int] = Field(default_factory=list)
+    """Steps that accepted a draft token at each position."""
+    peak_rss_bytes: int | None = None
+    """Highest RSS of the server during the run."""
+    peak_rss_minus_shared_bytes: int | None = None
+    """Highest RSS minus shared (mmap'd weights excluded) during the run."""
+    peak_gpu_bytes: int | None = None
+    """Highest GPU memory of the server (None without NVML)."""
+    stop_reason: str = ""
+    """'limit', 'eos', 'word', ..."""
+    text: str = ""
+    """The full response."""
+    token_ends: list[int] = Field(default_factory=list)
+    """Cumulative end offset of each token's text in ``text`` (for token positions in diffs)."""
+    server_timings: dict[str, float] = Field(default_factory=dict)
+    """The server's own final timings."""
+    check_status: str | None = None
+    """Checker outcome: passed, failed, error, timeout; None when the prompt has no checker."""
+    check_detail: str = ""
+    """Why the checker did not pass."""
+    identical_to_baseline: bool | None = None
+    """Same text as the baseline's run of this prompt (None: not comparable, or the reference)."""
+    divergence: Divergence | None = None
+    """Where the text first differs from the baseline's."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the run produced a usable result."""
+        return self.status == "ok"
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def check_passed(self) -> bool | None:
+        """Checker verdict (None without a checker)."""
+        return None if self.check_status is None else self.check_status == "passed"
+
+
+class ServerStart(BaseModel):
+    """One (re)start of the server, and why it was needed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    before_seq: int
+    """The first run that uses this start."""
+    round: int
+    """The round it opens (1..reps)."""
+    config: str
+    """The config it was started with."""
+    reason: str
+    """Why: 'first start', 'switch from X', 'server exited', 'resumed'."""
+    ok: bool = True
+    """Whether the server became ready."""
+    detail: str = ""
+    """Why it failed, if it did."""
+    seconds: float | None = None
+    """How long the (re)start took."""
+
+
+class CompareSessionInfo(BaseModel):
+    """One invocation that ran part of the comparison."""
+
+    model_config = ConfigDict(frozen=True)
+
+    started_at: datetime
+    """When it began (UTC)."""
+    first_seq: int
+    """The first run it executed (runs before came from earlier sessions)."""

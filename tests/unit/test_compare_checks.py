@@ -1,0 +1,221 @@
+"""Checkers (JSON fields, regex, Python asserts in a subprocess), the divergence diff, and
+prompt files in TOML / JSON Lines."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from spectui.core.checkers import Checker, find_json, run_checker
+from spectui.core.prompt_files import PromptFileError, load_prompts
+from spectui.core.textdiff import first_divergence, token_ends
+
+# --- diff ---------------------------------------------------------------------------------------
+
+
+def test_identical_texts_have_no_divergence() -> None:
+    assert first_divergence("abc", "abc", [1, 2, 3]) is None
+
+
+def test_first_divergent_token_and_context() -> None:
+    tokens = ["The ", "cat ", "sat ", "on ", "the ", "mat."]
+    baseline = "".join(tokens)
+    response = "The cat sat on a mat."
+    d = first_divergence(baseline, response, token_ends(tokens), context=8)
+    assert d is not None
+    assert d.token == 4  # 'the ' is where they part
+    assert d.char == len("The cat sat on ")
+    assert d.before == " sat on "
+    assert d.baseline.startswith("the mat")
+    assert d.response.startswith("a mat")
+    assert d.short() == "at token 4: after ' sat on ', baseline 'the mat.' vs this 'a mat.'"
+
+
+def test_divergence_when_one_is_a_prefix_and_without_token_offsets() -> None:
+    d = first_divergence("abc", "abcdef")
+    assert d is not None
+    assert (d.token, d.char, d.baseline, d.response) == (None, 3, "", "def")
+    assert first_divergence("a\nb", "a\nc", [2, 3]).short() == (  # type: ignore[union-attr]
+        "at token 1: after 'a\\n', baseline 'b' vs this 'c'"
+    )
+
+
+def test_tokens_sharing_a_chunk_map_to_the_token_holding_the_text() -> None:
+    # Text goes to the last token of a chunk: the empty one before it holds nothing.
+    tokens = ["ab", "", "cd"]
+    d = first_divergence("abcd", "abXd", token_ends(tokens))
+    assert d is not None and d.token == 2
+
+
+# --- checkers -----------------------------------------------------------------------------------
+
+
+def test_find_json_in_prose_and_fences() -> None:
+    assert find_json('Sure! ```json\n[{"a": 1}]\n``` done') == [{"a": 1}]
+    assert find_json("no json {here") is None
+    assert find_json('{"a": {"b": 2}} and {"c": 3}') == {"a": {"b": 2}}
+    assert find_json('use {braces} wisely: {"a": "}"}') == {"a": "}"}
+    assert find_json('[{"a": 1}, {"b') is None  # cut short: its first item does not count
+
+
+@pytest.mark.parametrize(
+    ("text", "status", "detail"),
+    [
+        ('[{"name": "Ann", "age": 31}, {"name": "Bo", "age": 25}]', "passed", ""),
+        ('{"name": "Ann", "age": 31}', "passed", ""),
+        ('[{"name": "Ann", "age": 31}, {"name": "Bo"}]', "failed", "missing field 'age' in item 2"),
+        ('[{"name": "Ann", "age": 31}, {"name": "Bo", "a', "failed", "no complete JSON"),
+        ("[1, 2]", "failed", "not a JSON object in item 1"),
+        ("[]", "failed", "the JSON list is empty"),
+    ],
+)
+async def test_json_fields(text: str, status: str, detail: str) -> None:
+    result = await run_checker(Checker(json_fields=("name", "age")), text)
+    assert result.status == status
+    assert detail in result.detail
+
+
+async def test_regex() -> None:
+    checker = Checker(regex=r"^\| 6 \| Farah")
+    assert (await run_checker(checker, "| 5 | Emil\n| 6 | Farah |")).passed
+    result = await run_checker(checker, "| 5 | Emil")
+    assert result.status == "failed"
+    assert "no match for" in result.detail
+
+
+async def test_python_checker_passes_and_fails_with_the_assert_line() -> None:
+    checker = Checker(python="import json\nvalue = json.loads(response)\nassert value['x'] == 1\n")
+    assert (await run_checker(checker, '{"x": 1}')).status == "passed"
+    failed = await run_checker(checker, '{"x": 2}')
+    assert failed.status == "failed"
+    assert failed.detail == "assert failed: line 3: assert value['x'] == 1"
+    message = await run_checker(Checker(python="assert response == 'a', 'wanted a'"), "b")
+    assert message.detail == "assert failed: wanted a"
+
+
+async def test_a_checker_that_raises_is_reported_not_raised() -> None:
+    checker = Checker(python="import json\njson.loads(response)\n")
+    result = await run_checker(checker, "not json")
+    assert result.status == "error"
+    assert result.detail.startswith("checker raised JSONDecodeError: Expecting value")
+    assert "(line 2: json.loads(response))" in result.detail
+    exits = await run_checker(Checker(python="raise SystemExit(3)"), "x")
+    assert exits.status == "error"
+
+
+async def test_a_checker_that_hangs_times_out() -> None:
+    began = time.monotonic()
+    result = await run_checker(Checker(python="while True: pass", timeout_s=0.5), "x")
+    assert result.status == "timeout"
+    assert time.monotonic() - began < 30  # killed, not waited for
+
+
+async def test_all_parts_must_pass() -> None:
+    checker = Checker(json_fields=("a",), regex="zzz", python="assert False")
+    result = await run_checker(checker, '{"a": 1}')
+    assert result.detail.startswith("no match for")
+
+
+def test_unusable_checkers_are_refused_when_read() -> None:
+    with pytest.raises(ValidationError, match="does not compile"):
+        Checker(regex="(unclosed")
+    with pytest.raises(ValidationError, match="python checker does not compile"):
+        Checker(python="assert (")
+
+
+# --- prompt files -------------------------------------------------------------------------------
+
+TOML = '''
+[[prompts]]
+key = "invoice"
+text = "Extract the invoice as JSON"
+n_predict = 120
+[prompts.check]
+json_fields = ["number"]
+regex = 'INV-\\d+'
+python = """
+assert "INV" in response
+"""
+
+[[prompts]]
+text = "Say hi"
+'''
+
+
+def test_toml_prompts_with_checkers(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text(TOML)
+    invoice, hi = load_prompts(str(path))
+    assert invoice.key == "invoice"
+    assert invoice.n_predict == 120
+    assert invoice.check is not None
+    assert invoice.check.json_fields == ("number",)
+    assert invoice.check.regex == r"INV-\d+"
+    assert "assert" in (invoice.check.python or "")
+    assert (hi.key, hi.check, hi.n_predict) == ("p2", None, 256)
+    # --n-predict applies to every prompt.
+    assert {p.n_predict for p in load_prompts(str(path), 48)} == {48}
+
+
+def test_jsonl_prompts(tmp_path: Path) -> None:
+    path = tmp_path / "p.jsonl"
+    lines = [
+        {"key": "a", "text": "one", "check": {"regex": "x"}},
+        {"text": "two", "n_predict": 5},
+    ]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n\n")
+    a, b = load_prompts(str(path))
+    assert a.check is not None and a.check.regex == "x"
+    assert (b.key, b.n_predict) == ("p2", 5)
+
+
+def test_builtin_prompt_sets() -> None:
+    everything = load_prompts("builtin")
+    assert len(everything) >= 4
+    chosen = load_prompts("builtin:json-rewrite,table-row", 32)
+    assert [p.key for p in chosen] == ["json-rewrite", "table-row"]
+    assert {p.n_predict for p in chosen} == {32}
+    assert chosen[0].check is not None and chosen[0].check.json_fields == ("name", "age")
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("missing.toml", None, "prompt file not found"),
+        ("p.toml", "[[prompts]\n", "is not valid TOML"),
+        ("p.toml", 'title = "x"\n', "has no [[prompts]] tables"),
+        ("p.toml", "[[prompts]]\nkey = 'a'\n", "prompt 1: text: Field required"),
+        ("p.toml", "[[prompts]]\ntext = 'a'\nchek = 1\n", "prompt 1: chek: Extra inputs"),
+        ("p.toml", "[[prompts]]\ntext = 'a'\n[prompts.check]\nregex = '('\n", "does not compile"),
+        (
+            "p.toml",
+            "[[prompts]]\nkey='a'\ntext='x'\n[[prompts]]\nkey='a'\ntext='y'\n",
+            "key 'a' is used twice",
+        ),
+        ("p.jsonl", '{"text": "a"}\nnot json\n', "line 2: not JSON"),
+        ("p.jsonl", "\n", "holds no prompts"),
+        ("p.txt", "hello", "use a .toml or .jsonl file"),
+        ("p.toml", b"\xff\xfe", "is not UTF-8"),
+    ],
+)
+def test_bad_prompt_files_give_one_clear_line(
+    tmp_path: Path, name: str, content: str | bytes | None, message: str
+) -> None:
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+    with pytest.raises(PromptFileError) as error:
+        load_prompts(str(path))
+    assert message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_unknown_builtin_prompt() -> None:
+    with pytest.raises(PromptFileError, match="no built-in prompt 'nope'"):
+        load_prompts("builtin:table-row,nope")
