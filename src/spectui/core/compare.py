@@ -1,0 +1,331 @@
+"""Run a comparison: one server, restarted per config, runs in alternating rounds.
+
+`CompareRunner` drives an `Engine` through the plan's schedule (see `compare_models`): before each
+config's block of runs it restarts the server with that config (`switch_spec`: the old server is
+gone before the new one starts, so two are never loaded at once), runs every prompt, checks each
+response, and rewrites the results document after every run. It reports progress as typed
+events, so the CLI's live table and the TUI's screen draw the same thing.
+
+A config whose server cannot start is recorded as failed (its later runs too, without retrying)
+while the other configs continue. Cancelling the iteration (Ctrl-C) loses only the run in flight;
+`--resume` continues from the document.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from spectui.core.checkers import CheckResult, run_checker
+from spectui.core.compare_models import (
+    CompareConfig,
+    CompareJob,
+    CompareSessionInfo,
+    RunRecord,
+    ServerStart,
+)
+from spectui.core.compare_store import (
+    CompareDocument,
+    dump_document,
+    finished_seqs,
+    write_atomic,
+)
+from spectui.core.engine import Engine
+from spectui.core.errors import SpectuiError
+from spectui.core.events import (
+    ErrorEvent,
+    ServerState,
+    ServerStateEvent,
+    SummaryEvent,
+    TokenEvent,
+)
+from spectui.core.textdiff import token_ends
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class CompareStarted(_Event):
+    """The runner begins (or resumes)."""
+
+    type: Literal["started"] = "started"
+    total: int
+    """Runs planned in all, warm-ups included."""
+    done: int
+    """Runs already recorded (a resumed comparison)."""
+
+
+class ServerStatus(_Event):
+    """The server is (re)starting for a config, or became ready."""
+
+    type: Literal["server"] = "server"
+    config: str
+    """The config it runs."""
+    round: int
+    """The round being opened."""
+    state: ServerState
+    """Its lifecycle state."""
+    detail: str = ""
+    """One line about it."""
+
+
+class ConfigFailed(_Event):
+    """The server could not run a config; its runs are recorded as failed."""
+
+    type: Literal["config_failed"] = "config_failed"
+    config: str
+    """The config."""
+    round: int
+    """The round it failed in."""
+    detail: str
+    """Why, in one line."""
+    log_tail: list[str] = Field(default_factory=list)
+    """The server's last log lines."""
+
+
+class RunStarting(_Event):
+    """A run begins."""
+
+    type: Literal["run_starting"] = "run_starting"
+    job: CompareJob
+    """Which one."""
+
+
+class RunFinished(_Event):
+    """A run ended and is saved; ``record`` carries its comparison with the baseline."""
+
+    type: Literal["run_finished"] = "run_finished"
+    record: RunRecord
+    """The run's record, as written."""
+    done: int
+    """Runs recorded so far, this one included."""
+    total: int
+    """Runs planned in all."""
+
+
+class CompareFinished(_Event):
+    """Every planned run has a record."""
+
+    type: Literal["finished"] = "finished"
+    document: CompareDocument
+    """The final document (summary and verdicts included)."""
+
+
+CompareEvent = Annotated[
+    CompareStarted | ServerStatus | ConfigFailed | RunStarting | RunFinished | CompareFinished,
+    Field(discriminator="type"),
+]
+"""Anything the runner reports."""
+
+
+class CompareRunner:
+    """Runs the pending part of a comparison document's plan on ``engine``."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        document: CompareDocument,
+        *,
+        outputs: Sequence[Path] = (),
+        on_save: Callable[[CompareDocument], None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.document = document
+        """The document so far (rewritten after every run)."""
+        self.plan = document.plan
+        self.outputs = list(outputs)
+        """Files the document is written to after every run."""
+        self._on_save = on_save
+        self.records: list[RunRecord] = list(document.runs)
+        self.starts: list[ServerStart] = list(document.server_starts)
+        self.sessions: list[CompareSessionInfo] = list(document.sessions)
+        done = finished_seqs(document)
+        self.jobs = self.plan.jobs()
+        self.pending = [job for job in self.jobs if job.seq not in done]
+        """Runs still to do, in schedule order."""
+        self._started = False
+        self._current: CompareConfig | None = None
+        """The config the server runs now (None: stopped, failed or died)."""
+        self._last: CompareConfig | None = None
+        """The config of the latest start attempt."""
+        self._died = False
+        """The server died during the latest run."""
+        self._broken: dict[str, str] = {}
+        """Configs the server could not start with -> why (their runs are recorded as failed)."""
+
+    @property
+    def total(self) -> int:
+        """Runs planned in all."""
+        return len(self.jobs)
+
+    @property
+    def done(self) -> int:
+        """Runs recorded."""
+        return len(self.records)
+
+    def save(self) -> CompareDocument:
+        """Rewrite the document (atomically) with every record so far."""
+        self.document = self.document.updated(self.records, self.starts, self.sessions)
+        text = dump_document(self.document)
+        for path in self.outputs:
+            write_atomic(path, text)
+        if self._on_save is not None:
+            self._on_save(self.document)
+        return self.document
+
+    async def run(self) -> AsyncIterator[CompareEvent]:
+        """Run what is pending; events as it goes. Close the iterator to stop after a run."""
+        yield CompareStarted(total=self.total, done=self.done)
+        if self.pending:
+            self.sessions.append(
+                CompareSessionInfo(started_at=datetime.now(UTC), first_seq=self.pending[0].seq)
+            )
+        session = max(len(self.sessions) - 1, 0)
+        self.save()
+        for job in list(self.pending):
+            config = self.plan.config(job.config)
+            if job.config not in self._broken and (
+                self._current is None or self._current.name != job.config
+            ):
+                async for event in self._switch(config, job):
+                    yield event
+            yield RunStarting(job=job)
+            if job.config in self._broken:
+                record = _failed(job, session, self._broken[job.config])
+            else:
+                record, self._died = await self._run(job, session)
+                if self._died:
+                    self._current = None  # the next run restarts it
+            self.records.append(record)
+            self.pending.remove(job)
+            document = self.save()
+            yield RunFinished(record=document.runs[-1], done=self.done, total=self.total)
+        yield CompareFinished(document=self.save())
+
+    async def _switch(self, config: CompareConfig, job: CompareJob) -> AsyncIterator[CompareEvent]:
+        """(Re)start the server with ``config``; on failure mark the config broken."""
+        if not self._started:
+            reason = "first start" if not self.records else "resumed"
+        elif self._died:
+            reason = "server exited during a run"
+        elif self._last is not None and self._last.name == config.name:
+            reason = "retry"
+        else:
+            reason = f"switch from {self._last.name if self._last else '?'}"
+        self._last, self._died = config, False
+        round_ = max(job.round, 1)
+        yield ServerStatus(
+            config=config.name, round=round_, state=ServerState.RESTARTING, detail=reason
+        )
+        began = time.monotonic()
+        ok, detail, tail = False, "the server did not become ready", []
+        try:
+            if not self._started and self.engine.info.spec == config.spec:
+                states = self.engine.start()
+            else:
+                states = self.engine.switch_spec(config.spec)
+            self._started = True
+            async for event in states:
+                if not isinstance(event, ServerStateEvent):
+                    continue
+                if event.state is ServerState.READY:
+                    ok, detail = True, ""
+                elif event.state is ServerState.FAILED:
+                    ok, detail, tail = False, event.detail, event.log_tail
+                yield ServerStatus(
+                    config=config.name, round=round_, state=event.state, detail=event.detail
+                )
+        except SpectuiError as error:
+            ok, detail = False, str(error)
+        self.starts.append(
+            ServerStart(
+                before_seq=job.seq,
+                round=round_,
+                config=config.name,
+                reason=reason,
+                ok=ok,
+                detail=detail,
+                seconds=round(time.monotonic() - began, 3),
+            )
+        )
+        if ok:
+            self._current = config
+            return
+        self._current = None
+        self._broken[config.name] = f"the server failed to start with this config: {detail}"
+        yield ConfigFailed(config=config.name, round=round_, detail=detail, log_tail=tail)
+
+    async def _run(self, job: CompareJob, session: int) -> tuple[RunRecord, bool]:
+        """One generation and its check; (record, whether the server died under it)."""
+        prompt = self.plan.prompt(job.prompt)
+        texts: list[str] = []
+        summary: SummaryEvent | None = None
+        error: str | None = None
+        died = False
+        async for event in self.engine.run(self.plan.request(prompt)):
+            if isinstance(event, TokenEvent):
+                texts.append(event.text)
+            elif isinstance(event, SummaryEvent):
+                summary = event
+            elif isinstance(event, ErrorEvent):
+                error = error or event.message
+            elif isinstance(event, ServerStateEvent) and event.state is ServerState.FAILED:
+                died = True
+                error = error or event.detail
+        if summary is None or error is not None:
+            return _failed(job, session, error or "the run ended without a result"), died
+        check: CheckResult | None = None
+        if prompt.check is not None:
+            check = await run_checker(prompt.check, summary.text)
+        m = summary.metrics
+        record = RunRecord(
+            seq=job.seq,
+            config=job.config,
+            prompt=job.prompt,
+            round=job.round,
+            warmup=job.warmup,
+            session=session,
+            finished_at=datetime.now(UTC),
+            ttft_ms=m.ttft_ms,
+            total_ms=m.total_ms,
+            tokens=m.tokens,
+            tokens_per_second=m.tokens_per_second,
+            prompt_tokens=m.prompt_tokens,
+            prompt_tokens_per_second=m.prompt_tokens_per_second,
+            drafted=m.drafted,
+            accepted=m.accepted,
+            steps=m.steps,
+            acceptance=m.acceptance_rate,
+            mean_acceptance_length=m.mean_acceptance_length,
+            accepted_per_position=list(m.accepted_per_position),
+            peak_rss_bytes=m.peak_rss_bytes,
+            peak_rss_minus_shared_bytes=m.peak_rss_minus_shared_bytes,
+            peak_gpu_bytes=m.peak_gpu_bytes,
+            stop_reason=summary.stop_reason,
+            text=summary.text,
+            token_ends=token_ends(texts),
+            server_timings=summary.server_timings,
+            check_status=None if check is None else check.status,
+            check_detail="" if check is None else check.detail,
+        )
+        return record, died
+
+
+def _failed(job: CompareJob, session: int, error: str) -> RunRecord:
+    return RunRecord(
+        seq=job.seq,
+        config=job.config,
+        prompt=job.prompt,
+        round=job.round,
+        warmup=job.warmup,
+        session=session,
+        status="failed",
+        error=error,
+        finished_at=datetime.now(UTC),
+    )

@@ -1,0 +1,222 @@
+"""Exports of a comparison document: CSV (one row per run) and Markdown (the report).
+
+The JSON document itself is the complete record (`compare_store`); these are views of it. The
+cell formatting here is shared by the CLI's live table and the TUI screen, so all three agree.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from spectui.core.compare_models import RunRecord
+from spectui.core.compare_store import CompareDocument
+from spectui.core.report import SummaryRow
+
+CSV_FIELDS = (
+    "seq",
+    "session",
+    "round",
+    "warmup",
+    "config",
+    "prompt",
+    "status",
+    "error",
+    "ttft_ms",
+    "total_ms",
+    "tokens",
+    "tokens_per_second",
+    "prompt_tokens",
+    "prompt_tokens_per_second",
+    "drafted",
+    "accepted",
+    "acceptance",
+    "mean_acceptance_length",
+    "steps",
+    "accepted_per_position",
+    "peak_rss_bytes",
+    "peak_rss_minus_shared_bytes",
+    "peak_gpu_bytes",
+    "stop_reason",
+    "identical_to_baseline",
+    "divergence",
+    "check_passed",
+    "check_status",
+    "check_detail",
+    "finished_at",
+    "text",
+)
+"""Columns of the CSV export, in order."""
+
+
+# -- cells -------------------------------------------------------------------------------------
+
+
+def fmt_number(value: float | None, digits: int = 1) -> str:
+    """'12.3', or '–' when unknown."""
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def fmt_range(median: float | None, low: float | None, high: float | None, digits: int = 1) -> str:
+    """'41.2 (38.0–44.1)': the median with the spread over repetitions."""
+    if median is None:
+        return "–"
+    if low is None or high is None or low == high:
+        return fmt_number(median, digits)
+    return f"{median:.{digits}f} ({low:.{digits}f}–{high:.{digits}f})"
+
+
+def fmt_speedup(row: SummaryRow) -> str:
+    """'1.85x (1.70–2.01)', or '' for the baseline."""
+    if row.speedup_vs_baseline is None:
+        return ""
+    text = f"{row.speedup_vs_baseline:.2f}x"
+    if row.pairs > 1 and row.speedup_min is not None and row.speedup_max is not None:
+        text += f" ({row.speedup_min:.2f}–{row.speedup_max:.2f})"
+    return text
+
+
+def fmt_mib(value: float | None) -> str:
+    """Bytes as '372 MiB'."""
+    return "–" if value is None else f"{value / 2**20:.0f} MiB"
+
+
+def fmt_identical(row: SummaryRow) -> str:
+    """'3/3' runs identical to the baseline, or '–' when nothing was compared."""
+    return f"{row.identical}/{row.compared}" if row.compared else "–"
+
+
+def fmt_check(row: SummaryRow) -> str:
+    """'2/3 pass', or '–' without a checker."""
+    return f"{row.checked - row.check_failures}/{row.checked} pass" if row.checked else "–"
+
+
+def fmt_acceptance(row: SummaryRow) -> str:
+    """'72% (len 2.9)': acceptance and mean acceptance length."""
+    if row.median_acceptance is None:
+        return "–"
+    length = row.median_mean_acceptance_length
+    return f"{row.median_acceptance:.0%}" + (f" (len {length:.1f})" if length else "")
+
+
+# -- CSV ---------------------------------------------------------------------------------------
+
+
+def _csv_value(record: RunRecord, field: str) -> object:
+    if field == "accepted_per_position":
+        return " ".join(str(n) for n in record.accepted_per_position)
+    if field == "divergence":
+        return record.divergence.short() if record.divergence else ""
+    if field == "check_passed":
+        return record.check_passed
+    value = getattr(record, field)
+    return "" if value is None else value
+
+
+def to_csv(document: CompareDocument) -> str:
+    """One row per run (warm-ups included, marked), every number and the full text."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_FIELDS)
+    for record in document.runs:
+        writer.writerow([_csv_value(record, field) for field in CSV_FIELDS])
+    return out.getvalue()
+
+
+# -- Markdown ----------------------------------------------------------------------------------
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _header(document: CompareDocument) -> list[str]:
+    plan = document.plan
+    s = plan.sampling
+    lengths = ", ".join(f"{p.key} {p.n_predict}" for p in plan.prompts)
+    done = len(document.runs)
+    total = len(plan.jobs())
+    state = "complete" if document.complete else f"incomplete ({done} of {total} runs)"
+    size = document.model.size_bytes
+    return [
+        "# spectui compare",
+        "",
+        f"- binary: `{document.binary.path}` ({document.binary.version or 'unknown version'})",
+        f"- model: `{document.model.path}`" + (f" ({fmt_mib(size)})" if size else ""),
+        f"- sampling: temperature {s.temperature:g}, seed {s.seed}, n_predict {lengths}, "
+        f"{'chat' if s.chat else 'completion'} endpoint, prompt cache "
+        f"{'on' if s.cache_prompt else 'off'}; ctx size {document.server.ctx_size}",
+        "- fairness: the same binary, model, ctx size, sampling, seed and n_predict for every "
+        "run; only the spec config differs. Rounds alternate the configs "
+        f"({plan.reps} rounds, baseline first), with one uncounted warm-up per config.",
+        f"- server: {document.restarts}",
+        "- speedup: end to end (TTFT included), each run against the baseline's run of the "
+        "same prompt in the same round; the median of those ratios.",
+        f"- status: {state}, {len(document.sessions)} session(s)",
+        "",
+    ]
+
+
+def to_markdown(document: CompareDocument) -> str:
+    """The report: setup, configs, summary table, verdicts, divergences, checker failures."""
+    lines = _header(document)
+    lines += ["## Configs", "", "| config | llama-server args |", "|---|---|"]
+    for config in document.plan.configs:
+        lines.append(f"| {_cell(config.label)} | `{_cell(' '.join(config.args))}` |")
+    lines += [
+        "",
+        "## Summary (median over rounds, min–max in brackets)",
+        "",
+        "| config | prompt | runs | tok/s | TTFT ms | total ms | speedup | acceptance "
+        "| identical | check | peak RSS | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    labels = {c.name: c.label for c in document.plan.configs}
+    for row in document.summary:
+        cells = [
+            labels.get(row.config, row.config),
+            row.prompt,
+            f"{row.runs}/{row.planned}" + (f" ({row.failed} failed)" if row.failed else ""),
+            fmt_range(
+                row.median_tokens_per_second, row.min_tokens_per_second, row.max_tokens_per_second
+            ),
+            fmt_range(row.median_ttft_ms, row.min_ttft_ms, row.max_ttft_ms, 0),
+            fmt_range(row.median_total_ms, row.min_total_ms, row.max_total_ms, 0),
+            fmt_speedup(row),
+            fmt_acceptance(row),
+            fmt_identical(row),
+            fmt_check(row),
+            fmt_mib(row.median_peak_rss_bytes),
+            f"**{row.verdict}**",
+        ]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    lines += ["", "## Verdicts", ""]
+    for row in document.summary:
+        if row.verdict != "baseline":
+            label = labels.get(row.config, row.config)
+            lines.append(f"- **{label}** on `{row.prompt}`: {row.verdict} — {row.reason}")
+    differing = [r for r in document.runs if r.identical_to_baseline is False]
+    if differing:
+        lines += ["", "## Answers that differ from the baseline", ""]
+        for r in differing:
+            where = r.divergence.short() if r.divergence else ""
+            lines.append(f"- {labels.get(r.config, r.config)}, `{r.prompt}`, {_round(r)}: {where}")
+    unchecked = [r for r in document.runs if r.check_status not in (None, "passed")]
+    if unchecked:
+        lines += ["", "## Checker failures", ""]
+        for r in unchecked:
+            lines.append(
+                f"- {labels.get(r.config, r.config)}, `{r.prompt}`, {_round(r)}: "
+                f"{r.check_status} — {r.check_detail}"
+            )
+    failed = [r for r in document.runs if not r.ok]
+    if failed:
+        lines += ["", "## Failed runs", ""]
+        for r in failed:
+            label = labels.get(r.config, r.config)
+            lines.append(f"- {label}, `{r.prompt}`, {_round(r)}: {r.error}")
+    return "\n".join(lines) + "\n"
+
+
+def _round(record: RunRecord) -> str:
+    return "warm-up" if record.warmup else f"round {record.round}"

@@ -1,0 +1,143 @@
+"""Everything a comparison checks before a server starts: binary, model, configs, fairness.
+
+A fair comparison keeps the binary, model, quantisation, ctx size, sampling, seed and n_predict
+fixed and changes only the spec configuration. Configs are read with `SpecConfig.parse` (which
+refuses any non-``--spec-*`` flag, saying which) and checked against this binary's ``--help``,
+so a typo costs one line, not a half-run comparison.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from spectui.config import Settings
+from spectui.core.binary import BinaryChoice, Capabilities, find_llama_server, probe_capabilities
+from spectui.core.compare_models import BASELINE, CompareConfig
+from spectui.core.compare_store import BinaryInfo, ModelInfo, ServerOptions
+from spectui.core.errors import SpecConfigError, SpectuiError
+from spectui.core.gguf import check_gguf
+from spectui.core.server import LaunchConfig, ManagedServer
+from spectui.core.session import LiveEngine, demo_model
+from spectui.core.specconfig import SpecConfig
+
+
+class CompareSetupError(SpectuiError):
+    """A comparison that cannot be run fairly, or at all, as asked."""
+
+    title = "Cannot compare"
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class CompareSetup:
+    """The fixed part of every run: binary, its capabilities, model, launch options."""
+
+    binary: BinaryChoice
+    caps: Capabilities
+    model: Path
+    server: ServerOptions
+    host: str = "127.0.0.1"
+    port: int | None = None
+
+    @property
+    def binary_info(self) -> BinaryInfo:
+        """The binary, for the results document."""
+        return BinaryInfo(
+            path=str(self.binary.path), version=self.caps.version, source=self.binary.source
+        )
+
+    @property
+    def model_info(self) -> ModelInfo:
+        """The model, for the results document."""
+        try:
+            size: int | None = self.model.stat().st_size
+        except OSError:
+            size = None
+        return ModelInfo(path=str(self.model), size_bytes=size)
+
+    def engine(self, spec: SpecConfig) -> LiveEngine:
+        """A (not yet started) engine whose server launches with ``spec``."""
+        config = LaunchConfig(
+            binary=self.binary.path,
+            model=self.model,
+            spec=spec,
+            ctx_size=self.server.ctx_size,
+            host=self.host,
+            port=self.port,
+            extra_args=tuple(self.server.extra_args),
+        )
+        config.argv(self.caps, port=config.port or 0)  # bad extra args fail now, not at launch
+        return LiveEngine(ManagedServer(config, self.caps), binary=self.binary, caps=self.caps)
+
+
+def prepare(
+    settings: Settings,
+    *,
+    binary: Path | None = None,
+    model: Path | None = None,
+    server: ServerOptions | None = None,
+) -> CompareSetup:
+    """Find and check the binary and model (``binary``/``model``/``server``: a resumed file's)."""
+    if settings.url:
+        raise CompareSetupError(
+            "compare launches its own llama-server (it restarts it for each config): "
+            "use --model, not --url"
+        )
+    if binary is not None and settings.server_bin is None:
+        choice = find_llama_server(binary, "the results file")
+    else:
+        choice = find_llama_server(settings.server_bin)
+    caps = probe_capabilities(choice.path)
+    if model is None:
+        model = settings.model if settings.model is not None else demo_model()
+    check_gguf(model)
+    if server is None:
+        server = ServerOptions(ctx_size=settings.ctx_size, extra_args=list(settings.server_args))
+    stray = SpecConfig.from_args(list(server.extra_args), caps)
+    if stray is not None:
+        raise CompareSetupError(
+            "spec flags in the extra llama-server arguments would apply to every config: "
+            "put them in a --config instead"
+        )
+    return CompareSetup(
+        binary=choice,
+        caps=caps,
+        model=model.expanduser().absolute(),
+        server=server,
+        host=settings.host,
+        port=settings.port,
+    )
+
+
+def parse_configs(
+    texts: Sequence[str], caps: Capabilities, *, draft_model: Path | None = None
+) -> tuple[CompareConfig, ...]:
+    """The configs to compare, baseline (``none``) first and always present.
+
+    Each is checked against the binary; ``draft_model`` is used by draft types that name none.
+    """
+    configs: list[CompareConfig] = []
+    for text in texts:
+        try:
+            spec = SpecConfig.parse(text, draft_model=draft_model)
+            if not spec.needs_draft_model:
+                spec = spec.model_copy(update={"draft_model": None})  # unused: keep it out
+            args = tuple(spec.to_args(caps))  # validates against this binary
+        except SpectuiError as error:
+            raise SpecConfigError(f"config {text.strip()!r}: {error}") from None
+        name = shlex.join(shlex.split(text))
+        for other in configs:
+            if other.args == args:
+                raise CompareSetupError(
+                    f"configs {other.name!r} and {name!r} launch the same server: give each once"
+                )
+        configs.append(CompareConfig(name=name, spec=spec, args=args))
+    baseline = [c for c in configs if c.is_baseline]
+    if not baseline:
+        spec = SpecConfig(types=(BASELINE,))
+        baseline = [CompareConfig(name=BASELINE, spec=spec, args=tuple(spec.to_args(caps)))]
+    # The baseline runs first in every round: each config's answers are checked against it.
+    return (baseline[0], *(c for c in configs if not c.is_baseline))

@@ -1,0 +1,242 @@
+"""The comparison document: written whole and atomically after every run, read back to resume.
+
+Rewriting the JSON document (temp file + rename) after each run keeps the file valid at every
+instant: a crash at run 37 leaves runs 1–36 in a document that parses, and `--resume` continues
+from it. The document also holds the plan (configs, prompts with their checkers, sampling), so a
+resumed comparison runs exactly what was planned, on the same binary and model.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from spectui import __version__
+from spectui.core.compare_models import (
+    ComparePlan,
+    CompareSessionInfo,
+    RunRecord,
+    ServerStart,
+)
+from spectui.core.errors import SpectuiError
+from spectui.core.report import SummaryRow, annotate, report_rows
+
+FORMAT: Literal["spectui-compare/1"] = "spectui-compare/1"
+"""Identifies the document format (bumped if a field changes meaning)."""
+
+
+class ResultFileError(SpectuiError):
+    """A results file that cannot be written, read or resumed."""
+
+    title = "Results file problem"
+    exit_code = 2
+
+
+class BinaryInfo(BaseModel):
+    """The llama-server every run used."""
+
+    path: str
+    """Executable path."""
+    version: str | None = None
+    """What ``--version`` reported."""
+    source: str = ""
+    """How spectui found it."""
+
+
+class ModelInfo(BaseModel):
+    """The model every run used."""
+
+    path: str
+    """GGUF path."""
+    size_bytes: int | None = None
+    """File size: a re-downloaded or re-quantised file under the same name shows here."""
+
+
+class ServerOptions(BaseModel):
+    """Launch options shared by every config."""
+
+    ctx_size: int
+    """--ctx-size."""
+    extra_args: list[str] = Field(default_factory=list)
+    """Extra llama-server arguments (after ``--``)."""
+
+
+class CompareDocument(BaseModel):
+    """Everything about one comparison: plan, environment, every run, the summary."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    format: Literal["spectui-compare/1"] = FORMAT
+    """Document format."""
+    spectui_version: str = __version__
+    """spectui that wrote it."""
+    created_at: datetime
+    """When the comparison began (UTC)."""
+    updated_at: datetime
+    """When this file was last written (UTC)."""
+    complete: bool = False
+    """True once every planned run has a record."""
+    binary: BinaryInfo
+    """The llama-server."""
+    model: ModelInfo
+    """The model."""
+    server: ServerOptions
+    """Launch options shared by every config."""
+    sampling: dict[str, object] = Field(default_factory=dict)
+    """Sampling parameters (a copy of the plan's, for readers)."""
+    plan: ComparePlan
+    """Configs, prompts (with checkers), repetitions and sampling: what --resume continues."""
+    configs: list[dict[str, object]] = Field(default_factory=list)
+    """Each config's name, label and llama-server args (a copy of the plan's, for readers)."""
+    runs: list[RunRecord] = Field(default_factory=list)
+    """Every finished run, warm-ups included, in the order they ran."""
+    server_starts: list[ServerStart] = Field(default_factory=list)
+    """Every (re)start of the server and why."""
+    sessions: list[CompareSessionInfo] = Field(default_factory=list)
+    """The invocations that ran it (more than one after --resume)."""
+    summary: list[SummaryRow] = Field(default_factory=list)
+    """One row per config × prompt, with the verdict."""
+    restarts: str = ""
+    """How the server was restarted between configs and rounds, in one sentence."""
+
+    @classmethod
+    def new(
+        cls,
+        plan: ComparePlan,
+        *,
+        binary: BinaryInfo,
+        model: ModelInfo,
+        server: ServerOptions,
+    ) -> CompareDocument:
+        """An empty document for ``plan``."""
+        now = datetime.now(UTC)
+        return cls(
+            created_at=now,
+            updated_at=now,
+            binary=binary,
+            model=model,
+            server=server,
+            sampling=plan.sampling.model_dump(mode="json"),
+            plan=plan,
+            configs=[
+                c.model_dump(mode="json", include={"name", "label", "args"}) for c in plan.configs
+            ],
+        )
+
+    def updated(
+        self,
+        runs: Sequence[RunRecord],
+        starts: Sequence[ServerStart],
+        sessions: Sequence[CompareSessionInfo],
+    ) -> CompareDocument:
+        """This document with the runs so far, their correctness and a fresh summary."""
+        planned = len(self.plan.jobs())
+        return self.model_copy(
+            update={
+                "updated_at": datetime.now(UTC),
+                "complete": len({r.seq for r in runs}) >= planned,
+                "runs": annotate(self.plan, runs),
+                "server_starts": list(starts),
+                "sessions": list(sessions),
+                "summary": report_rows(self.plan, runs),
+                "restarts": restart_statement(self.plan, starts),
+            }
+        )
+
+
+def restart_statement(plan: ComparePlan, starts: Sequence[ServerStart]) -> str:
+    """One sentence for the report: when the server was restarted, and why."""
+    if not starts:
+        return "no server started yet"
+    switches = sum(1 for s in starts if s.reason.startswith("switch from"))
+    others = [s.reason for s in starts if not s.reason.startswith("switch from")]
+    text = (
+        f"{len(starts)} server starts: one server at a time, restarted only to change config "
+        f"({switches} switches)"
+    )
+    if len(plan.configs) == 1:
+        text = f"{len(starts)} server starts: one config, never restarted between rounds"
+    extra = [r for r in others if r != "first start"]
+    if extra:
+        text += "; also " + ", ".join(sorted(set(extra)))
+    return text
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so a reader (or a crash) never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with partial.open("w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        partial.replace(path)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise ResultFileError(f"cannot write {path}: {error.strerror or error}") from None
+
+
+def dump_document(document: CompareDocument) -> str:
+    """The document as JSON text."""
+    return document.model_dump_json(indent=1) + "\n"
+
+
+def load_document(path: Path) -> CompareDocument:
+    """A results file written by `spectui compare`; one clear line when it is not one."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ResultFileError(f"results file not found: {path}") from None
+    except OSError as error:
+        raise ResultFileError(f"cannot read results file {path}: {error.strerror}") from None
+    try:
+        return CompareDocument.model_validate_json(raw)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "document"
+        raise ResultFileError(
+            f"{path} is not a spectui compare results file ({where}: {first['msg']})"
+        ) from None
+
+
+def check_same_setup(document: CompareDocument, binary: BinaryInfo, model: ModelInfo) -> None:
+    """Refuse to resume on another binary or model: the runs would not be comparable."""
+    if Path(document.binary.path) != Path(binary.path) or document.binary.version != (
+        binary.version
+    ):
+        raise ResultFileError(
+            f"the comparison was measured with llama-server {document.binary.path} "
+            f"({document.binary.version or 'unknown version'}), this one is {binary.path} "
+            f"({binary.version or 'unknown version'}): resuming would mix binaries"
+        )
+    if Path(document.model.path) != Path(model.path) or document.model.size_bytes != (
+        model.size_bytes
+    ):
+        raise ResultFileError(
+            f"the comparison was measured with model {document.model.path}, "
+            f"this one is {model.path} (or the file changed): resuming would mix models"
+        )
+
+
+def finished_seqs(document: CompareDocument) -> set[int]:
+    """Schedule positions that already have a record (they are not run again)."""
+    planned = {job.seq: job for job in document.plan.jobs()}
+    done: set[int] = set()
+    for run in document.runs:
+        job = planned.get(run.seq)
+        if job is None or (job.config, job.prompt, job.round) != (
+            run.config,
+            run.prompt,
+            run.round,
+        ):
+            raise ResultFileError(
+                f"run {run.seq} in the results file does not match its plan (edited by hand?)"
+            )
+        done.add(run.seq)
+    return done

@@ -1,0 +1,198 @@
+"""Builders and a scripted engine for the compare tests (no server, no clock)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spectui.core.checkers import Checker
+from spectui.core.compare_models import (
+    CompareConfig,
+    ComparePlan,
+    ComparePrompt,
+    RunRecord,
+    Sampling,
+)
+from spectui.core.compare_store import BinaryInfo, CompareDocument, ModelInfo, ServerOptions
+from spectui.core.engine import ServerInfo
+from spectui.core.events import (
+    EngineEvent,
+    ErrorEvent,
+    RunMetrics,
+    ServerState,
+    ServerStateEvent,
+    SummaryEvent,
+    TokenEvent,
+    TokenOrigin,
+)
+from spectui.core.request import GenerationRequest
+from spectui.core.specconfig import SpecConfig
+
+
+def config(text: str) -> CompareConfig:
+    spec = SpecConfig.parse(text)
+    return CompareConfig(name=text, spec=spec, args=("--spec-type", ",".join(spec.types)))
+
+
+def plan(
+    configs: tuple[str, ...] = ("none", "ngram-simple", "ngram-mod"),
+    prompts: tuple[str, ...] = ("a", "b"),
+    reps: int = 2,
+    *,
+    checks: dict[str, Checker] | None = None,
+    temperature: float = 0.0,
+) -> ComparePlan:
+    return ComparePlan(
+        configs=tuple(config(c) for c in configs),
+        prompts=tuple(
+            ComparePrompt(key=k, text=f"prompt {k}", n_predict=8, check=(checks or {}).get(k))
+            for k in prompts
+        ),
+        reps=reps,
+        sampling=Sampling(temperature=temperature),
+    )
+
+
+def document(p: ComparePlan) -> CompareDocument:
+    return CompareDocument.new(
+        p,
+        binary=BinaryInfo(path="/opt/llama-server", version="b1"),
+        model=ModelInfo(path="/models/m.gguf", size_bytes=123),
+        server=ServerOptions(ctx_size=4096),
+    )
+
+
+def record(
+    config: str,
+    prompt: str,
+    round_: int,
+    *,
+    seq: int = 0,
+    tps: float = 10.0,
+    total_ms: float = 1000.0,
+    tokens: int = 10,
+    text: str = "same answer",
+    rss: int = 400 * 2**20,
+    status: str = "ok",
+    warmup: bool = False,
+    check_status: str | None = None,
+) -> RunRecord:
+    return RunRecord(
+        seq=seq,
+        config=config,
+        prompt=prompt,
+        round=round_,
+        warmup=warmup,
+        status=status,  # type: ignore[arg-type]
+        error=None if status == "ok" else "boom",
+        tokens=tokens if status == "ok" else 0,
+        tokens_per_second=tps if status == "ok" else None,
+        total_ms=total_ms if status == "ok" else None,
+        ttft_ms=100.0 if status == "ok" else None,
+        text=text if status == "ok" else "",
+        token_ends=[len(text)] if status == "ok" else [],
+        peak_rss_bytes=rss if status == "ok" else None,
+        check_status=check_status,
+    )
+
+
+def words(text: str) -> list[str]:
+    """Split into tokens that keep their trailing space."""
+    out: list[str] = []
+    for word in text.split(" "):
+        out.append(word + " ")
+    out[-1] = out[-1][:-1]
+    return [t for t in out if t]
+
+
+@dataclass
+class ScriptedEngine:
+    """An `Engine` with scripted answers: per spec type, a text and a speed; counts servers."""
+
+    spec: SpecConfig = field(default_factory=SpecConfig)
+    answers: dict[str, str] = field(default_factory=dict)
+    """Spec type -> answer text (default: the same for all)."""
+    speeds: dict[str, float] = field(default_factory=dict)
+    """Spec type -> total ms of a run (default 1000)."""
+    fail_types: set[str] = field(default_factory=set)
+    """Spec types whose server never starts."""
+    die_on_runs: set[int] = field(default_factory=set)
+    """Run numbers (0-based, over the engine's life) during which the server dies."""
+    log: list[tuple[str, str, str]] = field(default_factory=list)
+    """('start'|'switch'|'run', spec type, prompt)."""
+    running: int = 0
+    max_running: int = 0
+    closed: bool = False
+    runs_done: int = 0
+
+    @property
+    def info(self) -> ServerInfo:
+        return ServerInfo(mode="launched", url="http://127.0.0.1:1", spec=self.spec)
+
+    @property
+    def spec_types(self) -> tuple[str, ...]:
+        return ("none", "ngram-simple", "ngram-mod", "draft-simple")
+
+    def log_tail(self, lines: int = 50) -> list[str]:
+        return ["fake log"]
+
+    def _kind(self, spec: SpecConfig) -> str:
+        return ",".join(spec.types)
+
+    async def _launch(self, spec: SpecConfig, how: str) -> AsyncIterator[EngineEvent]:
+        self.log.append((how, self._kind(spec), ""))
+        self.running = 0  # the old one is gone before the new one starts
+        if self._kind(spec) in self.fail_types:
+            yield ServerStateEvent(state=ServerState.FAILED, detail="cannot load", log_tail=["x"])
+            return
+        self.running += 1
+        self.max_running = max(self.max_running, self.running)
+        self.spec = spec
+        yield ServerStateEvent(state=ServerState.READY, detail="ready")
+
+    def start(self) -> AsyncIterator[EngineEvent]:
+        return self._launch(self.spec, "start")
+
+    def switch_spec(self, spec: SpecConfig, *, adopt: bool = False) -> AsyncIterator[EngineEvent]:
+        return self._launch(spec, "switch")
+
+    async def run(self, request: GenerationRequest) -> AsyncIterator[EngineEvent]:
+        kind = self._kind(self.spec)
+        prompt = request.prompt.removeprefix("prompt ")
+        self.log.append(("run", kind, prompt))
+        number = self.runs_done
+        self.runs_done += 1
+        text = self.answers.get(kind, f"answer to {prompt} is forty two")
+        tokens = words(text)
+        for index, token in enumerate(tokens):
+            yield TokenEvent(index=index, text=token, origin=TokenOrigin.TARGET, t=index * 0.01)
+            if number in self.die_on_runs and index == 1:
+                self.running = 0
+                yield ErrorEvent(message="connection broke", kind="connection")
+                yield ServerStateEvent(state=ServerState.FAILED, detail="llama-server exited")
+                return
+        total = self.speeds.get(kind, 1000.0)
+        metrics = RunMetrics(
+            tokens=len(tokens),
+            drafted=4 if kind != "none" else 0,
+            accepted=3 if kind != "none" else 0,
+            steps=1 if kind != "none" else 0,
+            ttft_ms=50.0,
+            total_ms=total,
+            tokens_per_second=len(tokens) / (total / 1000),
+            peak_rss_bytes=400 * 2**20,
+        )
+        yield SummaryEvent(metrics=metrics, text=text, stop_reason="limit")
+        yield ServerStateEvent(state=ServerState.READY)
+
+    def cancel_run(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        self.closed = True
+        self.running = 0
+
+
+def help_caps_path() -> Path:
+    return Path(__file__).parent.parent / "fixtures" / "help.txt"
