@@ -93,6 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--server-bin", type=Path, help="llama-server executable to check")
 
     commands.add_parser("prompts", help="list the built-in prompts")
+    from spectui.commands.compare import add_compare_options
+
+    compare = commands.add_parser(
+        "compare",
+        help="fair A/B of spec configs on the same prompts, answers checked",
+        argument_default=argparse.SUPPRESS,
+    )
+    _launch_options(compare)
+    add_compare_options(compare)
     from spectui.commands.export import add_export_parser
     from spectui.commands.replay import add_replay_parser
 
@@ -190,6 +199,10 @@ def _dispatch(args: argparse.Namespace, extra: list[str]) -> int:
             print(f"{prompt.key:<14} {prompt.title} — {prompt.expectation}")
         return 0
     settings = settings_from(args, extra)
+    if args.command == "compare":
+        from spectui.commands.compare import run_compare
+
+        return run_compare(settings, args)
     if args.command == "replay":
         from spectui.commands.replay import run_replay
 

@@ -1,0 +1,201 @@
+"""What `spectui compare` shows: the config × prompt table (live on stderr, final on stdout), a
+log line per run when stderr is not a terminal, and the plotext chart of tokens/s and TTFT."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.progress import Progress, TaskID
+
+    from spectui.core.compare import CompareEvent, RunFinished
+    from spectui.core.compare_store import CompareDocument
+
+
+def summary_table(document: CompareDocument, title: str | None = None) -> RenderableType:
+    """The config × prompt table (the live one and the final one)."""
+    from rich.table import Table
+
+    from spectui.core.compare_export import (
+        fmt_acceptance,
+        fmt_check,
+        fmt_identical,
+        fmt_mib,
+        fmt_range,
+        fmt_speedup,
+    )
+
+    table = Table(title=title, title_justify="left", expand=False)
+    for name, justify in (
+        ("config", "left"),
+        ("prompt", "left"),
+        ("runs", "right"),
+        ("tok/s", "right"),
+        ("TTFT ms", "right"),
+        ("speedup", "right"),
+        ("acceptance", "right"),
+        ("identical", "right"),
+        ("check", "right"),
+        ("peak RSS", "right"),
+        ("verdict", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    labels = {c.name: c.label for c in document.plan.configs}
+    styles = {"keep": "bold green", "drop": "bold red", "failed": "red", "baseline": "dim"}
+    for row in document.summary:
+        runs = f"{row.runs}/{row.planned}" + (f" ✗{row.failed}" if row.failed else "")
+        table.add_row(
+            labels.get(row.config, row.config),
+            row.prompt,
+            runs,
+            fmt_range(
+                row.median_tokens_per_second, row.min_tokens_per_second, row.max_tokens_per_second
+            ),
+            fmt_range(row.median_ttft_ms, row.min_ttft_ms, row.max_ttft_ms, 0),
+            fmt_speedup(row),
+            fmt_acceptance(row),
+            fmt_identical(row),
+            fmt_check(row),
+            fmt_mib(row.median_peak_rss_bytes),
+            f"[{styles.get(row.verdict, '')}]{row.verdict}[/]"
+            if row.verdict in styles
+            else row.verdict,
+        )
+    return table
+
+
+class LiveView:
+    """Progress on stderr: a live table and progress bar on a terminal, else a line per run."""
+
+    def __init__(self, document: CompareDocument) -> None:
+        from rich.console import Console
+        from rich.live import Live
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self.console: Console = Console(stderr=True)
+        self.progress: Progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            console=self.console,
+        )
+        total = len(document.plan.jobs())
+        self.task: TaskID = self.progress.add_task("starting", total=total)
+        self.progress.update(self.task, completed=len(document.runs))
+        self.document = document
+        # Transient: the final table goes to stdout; the live one must not stay behind twice.
+        self.live = (
+            Live(self._render(), console=self.console, refresh_per_second=4, transient=True)
+            if self.console.is_terminal
+            else None
+        )
+
+    def __enter__(self) -> LiveView:
+        if self.live is not None:
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.__exit__(None, None, None)
+
+    def _render(self) -> RenderableType:
+        from rich.console import Group
+
+        return Group(summary_table(self.document), self.progress)
+
+    def update(self, event: CompareEvent, document: CompareDocument) -> None:
+        from spectui.core.compare import ConfigFailed, RunFinished, RunStarting, ServerStatus
+
+        self.document = document
+        description = None
+        if isinstance(event, ServerStatus):
+            description = f"round {event.round} · {event.config}: server {event.state.value}"
+        elif isinstance(event, ConfigFailed):
+            self.console.print(f"[red]config {event.config!r} failed:[/] {event.detail}")
+            description = f"round {event.round} · {event.config}: failed"
+        elif isinstance(event, RunStarting):
+            job = event.job
+            kind = "warm-up" if job.warmup else f"round {job.round}"
+            description = f"{kind} · {job.config} · {job.prompt}"
+        elif isinstance(event, RunFinished):
+            self.progress.update(self.task, completed=event.done)
+            if self.live is None:
+                self.console.print(run_line(event), highlight=False, soft_wrap=True)
+        if description is not None:
+            self.progress.update(self.task, description=description)
+        if self.live is not None:
+            self.live.update(self._render())
+
+
+def run_line(event: RunFinished) -> str:
+    """One line per finished run, for logs (stderr that is not a terminal)."""
+    from spectui.core.compare_export import fmt_number
+
+    r = event.record
+    kind = "warm-up" if r.warmup else f"round {r.round}"
+    head = f"[{event.done}/{event.total}] {kind} · {r.config} · {r.prompt}: "
+    if not r.ok:
+        return head + f"failed: {r.error}"
+    parts = [
+        f"{r.tokens} tokens",
+        f"{fmt_number(r.tokens_per_second)} tok/s",
+        f"TTFT {fmt_number(r.ttft_ms, 0)} ms",
+    ]
+    if r.drafted:
+        parts.append(f"accepted {r.accepted}/{r.drafted}")
+    if r.identical_to_baseline is not None:
+        parts.append("same as baseline" if r.identical_to_baseline else "DIFFERS from baseline")
+    if r.check_status is not None:
+        parts.append(f"check {r.check_status}")
+    return head + ", ".join(parts)
+
+
+def print_final(document: CompareDocument, *, chart: bool) -> None:
+    from rich.console import Console
+
+    out = Console()
+    if not out.is_terminal:
+        out = Console(width=160)  # a file or a pipe: do not squeeze the table into 80 columns
+    out.print(summary_table(document, title="spectui compare"))
+    labels = {c.name: c.label for c in document.plan.configs}
+    for row in document.summary:
+        if row.verdict not in ("baseline", "pending"):
+            label = labels.get(row.config, row.config)
+            out.print(f"[bold]{label}[/] on {row.prompt}: {row.verdict} — {row.reason}")
+    out.print(f"server: {document.restarts}")
+    if chart and any(r.median_tokens_per_second for r in document.summary):
+        colour = out.is_terminal and not os.environ.get("NO_COLOR")
+        print(chart_text(document, width=min(out.width, 120), colour=colour))
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def chart_text(document: CompareDocument, *, width: int = 100, colour: bool = True) -> str:
+    """Horizontal bars of median tokens/s, then of median TTFT, per config and prompt."""
+    import plotext as plt
+
+    configs = document.plan.configs
+    prompts = [p.key for p in document.plan.prompts]
+    rows = {(r.config, r.prompt): r for r in document.summary}
+    names = [c.spec.label for c in configs]
+    charts = []
+    for field, title in (
+        ("median_tokens_per_second", "tokens/s (median; longer is better)"),
+        ("median_ttft_ms", "TTFT ms (median; shorter is better)"),
+    ):
+        values = [
+            [float(getattr(rows[(c.name, p)], field) or 0.0) for c in configs] for p in prompts
+        ]
+        plt.clear_figure()
+        plt.multiple_bar(names, values, labels=prompts, orientation="horizontal")
+        plt.title(title)
+        plt.plotsize(width, 5 + (len(prompts) + 1) * len(configs))
+        text: str = plt.build()
+        charts.append(text if colour else _ANSI.sub("", text))
+    plt.clear_figure()  # plotext keeps one global figure: leave it empty for the next user
+    return "\n".join(charts)

@@ -1,0 +1,232 @@
+"""`spectui compare` against the real llama-server with Gemma 3 270M: none vs ngram-simple vs
+draft-simple (the model as its own draft) on two prompts, two rounds; interrupted after a few
+runs in-process, then finished by the CLI with --resume; bad input as one clear line.
+
+No timing thresholds: speed depends on the machine. What must hold anywhere: the order, the
+warm-ups, identical answers at temperature 0, exports that parse back, no run repeated, and never
+two servers alive at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from spectui.cli import main
+from spectui.config import Settings
+from spectui.core.compare import CompareRunner, RunFinished
+from spectui.core.compare_models import ComparePlan
+from spectui.core.compare_setup import parse_configs, prepare
+from spectui.core.compare_store import CompareDocument, ServerOptions, load_document
+from spectui.core.prompt_files import load_prompts
+
+from .test_cli_errors import spectui
+
+pytestmark = pytest.mark.server
+
+MARK = "PYTEST_SPECTUI_RUN"
+"""Set by tests/conftest.py for the session; every server the tests start inherits it."""
+
+PROMPTS = "builtin:table-row,code-edit"
+"""Two prompts whose greedy answers stay identical under every config here (json-rewrite does
+not: draft-simple's batched verification flips a near-tie on this build, and compare says so)."""
+N_PREDICT = 48
+STOP_AFTER = 7
+"""Runs done before the simulated interruption (mid-way through the third config's block)."""
+
+
+class ServerWatch:
+    """Counts this test session's live llama-server processes every 20 ms, in a thread."""
+
+    def __init__(self) -> None:
+        self.token = os.environ[MARK]
+        self.most = 0
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _alive(self) -> int:
+        count = 0
+        for proc in psutil.process_iter(["name", "status"]):
+            if proc.info["name"] != "llama-server" or proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            with contextlib.suppress(psutil.Error):
+                if proc.environ().get(MARK) == self.token:
+                    count += 1
+        return count
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            alive = self._alive()
+            self.most = max(self.most, alive)
+            self.samples += 1 if alive else 0
+            time.sleep(0.02)
+
+    def __enter__(self) -> ServerWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@pytest.fixture
+def watch() -> Iterator[ServerWatch]:
+    with ServerWatch() as w:
+        yield w
+
+
+async def _interrupted_run(gemma_model: Path, llama_binary: Path, out: Path) -> CompareDocument:
+    settings = Settings(model=gemma_model, server_bin=llama_binary)
+    # A small context and no load-time warm-up keep restarts quick; the same for every config.
+    setup = prepare(settings, server=ServerOptions(ctx_size=1024, extra_args=["--no-warmup"]))
+    configs = parse_configs(
+        ["none", "ngram-simple", f"draft-simple --draft-model {gemma_model} --spec-draft-n-max 4"],
+        setup.caps,
+    )
+    plan = ComparePlan(configs=configs, prompts=load_prompts(PROMPTS, N_PREDICT), reps=2)
+    document = CompareDocument.new(
+        plan, binary=setup.binary_info, model=setup.model_info, server=setup.server
+    )
+    engine = setup.engine(configs[0].spec)
+    runner = CompareRunner(engine, document, outputs=[out])
+    finished = 0
+    try:
+        async with contextlib.aclosing(runner.run()) as events:
+            async for event in events:
+                if isinstance(event, RunFinished):
+                    finished += 1
+                    if finished == STOP_AFTER:
+                        break
+    finally:
+        await engine.aclose()
+    return load_document(out)
+
+
+async def test_compare_interrupted_then_resumed(
+    gemma_model: Path, llama_binary: Path, tmp_path: Path, watch: ServerWatch
+) -> None:
+    out, csv_out, md_out = tmp_path / "r.json", tmp_path / "r.csv", tmp_path / "r.md"
+    partial = await _interrupted_run(gemma_model, llama_binary, out)
+    assert [r.seq for r in partial.runs] == list(range(STOP_AFTER))
+    assert not partial.complete
+
+    result = spectui(
+        "compare", "--resume", str(out), "--csv", str(csv_out), "--markdown", str(md_out)
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+
+    doc = load_document(out)
+    plan = doc.plan
+    jobs = plan.jobs()
+    # Every planned run exactly once; the first ones untouched by the resume.
+    assert doc.complete
+    assert [r.seq for r in doc.runs] == [j.seq for j in jobs]
+    assert [(r.seq, r.finished_at, r.text) for r in doc.runs[:STOP_AFTER]] == [
+        (r.seq, r.finished_at, r.text) for r in partial.runs
+    ]
+    assert [r.session for r in doc.runs] == [0] * STOP_AFTER + [1] * (len(jobs) - STOP_AFTER)
+    assert [s.reason for s in doc.server_starts][3] == "resumed"
+
+    # Rounds alternate: A B C, A B C — never all of one config first.
+    names = [c.name for c in plan.configs]
+    for round_ in (1, 2):
+        blocks: list[str] = []
+        for r in (r for r in doc.runs if r.round == round_):
+            if not blocks or blocks[-1] != r.config:
+                blocks.append(r.config)
+        assert blocks == names
+    assert max(r.seq for r in doc.runs if r.round == 1) < min(
+        r.seq for r in doc.runs if r.round == 2
+    )
+    # One warm-up per config, before that config's first counted run, excluded from the summary.
+    warmups = [r for r in doc.runs if r.warmup]
+    assert [(r.config, r.round) for r in warmups] == [(n, 0) for n in names]
+    assert all(row.runs == 2 and row.planned == 2 for row in doc.summary)
+
+    # All runs succeeded, speculation really ran, and answers equal the baseline's.
+    assert all(r.ok for r in doc.runs), [r.error for r in doc.runs if not r.ok]
+    ngram_table = [r for r in doc.runs if r.config == "ngram-simple" and r.prompt == "table-row"]
+    assert all(r.drafted > 0 and r.accepted > 0 for r in ngram_table)
+    assert all(r.drafted > 0 for r in doc.runs if r.config.startswith("draft-simple"))
+    assert all(r.tokens == N_PREDICT for r in doc.runs)
+    counted = [r for r in doc.runs if not r.warmup and r.config != "none"]
+    assert all(r.identical_to_baseline is True for r in counted), [
+        (r.config, r.prompt, r.divergence) for r in counted if not r.identical_to_baseline
+    ]
+    assert all(r.peak_rss_bytes for r in doc.runs)
+    assert all(r.check_passed is not None for r in doc.runs)  # both prompts carry a checker
+
+    # Exports parse back with the issue's fields.
+    raw = json.loads(out.read_text())
+    for key in ("spectui_version", "binary", "model", "sampling", "configs", "runs", "summary"):
+        assert key in raw
+    run_fields = {"config", "prompt", "round", "warmup", "ttft_ms", "total_ms", "tokens"}
+    run_fields |= {"tokens_per_second", "drafted", "accepted", "peak_rss_bytes"}
+    run_fields |= {"identical_to_baseline", "check_passed"}
+    assert all(run_fields <= set(run) for run in raw["runs"])
+    summary_fields = {"config", "prompt", "median_tokens_per_second", "speedup_vs_baseline"}
+    assert all(summary_fields | {"verdict"} <= set(row) for row in raw["summary"])
+    assert {row["verdict"] for row in raw["summary"] if row["config"] == "none"} == {"baseline"}
+    rows = list(csv.DictReader(csv_out.open(newline="")))
+    assert [int(row["seq"]) for row in rows] == [r.seq for r in doc.runs]
+    markdown = md_out.read_text()
+    assert "## Summary" in markdown and "| draft-simple (n-max 4) [" in markdown
+
+    # One server at a time, always (the watch ran through both halves).
+    assert watch.samples > 0
+    assert watch.most == 1
+
+
+# --- bad input: one clear line, before any server starts ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--config", "ngram-frobnicate"], "spec type 'ngram-frobnicate' is not supported"),
+        (["--config", "draft-simple"], "needs a draft model"),
+        (["--config", "ngram-simple --ctx-size 8192"], "--ctx-size is not a spec flag"),
+        (["--prompts", "/nonexistent/p.toml"], "prompt file not found"),
+        (["--url", "http://127.0.0.1:9"], "use --model, not --url"),
+        (["--spec-type", "ngram-mod"], "give each config with --config"),
+        (["--resume", "/nonexistent/r.json"], "results file not found"),
+        (["--resume", "r.json", "--config", "ngram-mod"], "drop --config"),
+    ],
+)
+def test_bad_input_is_one_clear_line(
+    args: list[str],
+    message: str,
+    gemma_model: Path,
+    llama_binary: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["compare", "--model", str(gemma_model), "--server-bin", str(llama_binary), *args])
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code != 0
+    assert len(lines) == 1, err
+    assert lines[0].startswith("spectui: ") and message in lines[0]
+
+
+def test_checker_that_does_not_compile_is_refused(
+    gemma_model: Path, llama_binary: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prompts = tmp_path / "p.toml"
+    prompts.write_text('[[prompts]]\ntext = "x"\n[prompts.check]\npython = "assert ("\n')
+    base = ["compare", "--model", str(gemma_model), "--server-bin", str(llama_binary)]
+    code = main([*base, "--prompts", str(prompts)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err.startswith("spectui: prompt file") and "python checker does not compile" in err
