@@ -275,3 +275,19 @@ def test_write_atomic_replaces_whole_files(tmp_path: Path) -> None:
     write_atomic(target, "two")
     assert target.read_text() == "two"
     assert [p.name for p in target.parent.iterdir()] == ["f.json"]
+
+
+async def test_a_second_comparison_on_the_same_file_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    first = CompareRunner(ScriptedEngine(), document(plan(reps=1)), outputs=[out])
+    async with contextlib.aclosing(first.run()) as events:
+        async for event in events:
+            if isinstance(event, RunFinished):
+                second = CompareRunner(ScriptedEngine(), load_document(out), outputs=[out])
+                with pytest.raises(ResultFileError, match="being written by another"):
+                    await _collect(second)
+                break
+    # Released once the first one stops: resuming works.
+    after = await _collect(CompareRunner(ScriptedEngine(), load_document(out), outputs=[out]))
+    assert isinstance(after[-1], CompareFinished)
+    assert _names(tmp_path) == ["r.json"]

@@ -190,9 +190,13 @@ async def _compare(settings: Settings, args: argparse.Namespace) -> int:
     )
     view = LiveView(runner.document)
 
+    started = False
+
     async def body() -> int:
+        nonlocal started
         with view:
             async for event in runner.run():
+                started = True  # the results file is ours (locked) from here on
                 view.update(event, runner.document)
         final = runner.document
         print_final(final, chart=not getattr(args, "no_chart", False))
@@ -204,7 +208,7 @@ async def _compare(settings: Settings, args: argparse.Namespace) -> int:
     try:
         return await run_guarded(engine, body())
     finally:
-        if not runner.document.complete:
+        if started and not runner.document.complete:
             print(
                 f"spectui: {len(runner.document.runs)} of {runner.total} runs kept in "
                 f"{outputs[0]}; continue with: spectui compare --resume {outputs[0]}",

@@ -13,6 +13,7 @@ while the other configs continue. Cancelling the iteration (Ctrl-C) loses only t
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
@@ -31,6 +32,7 @@ from spectui.core.compare_models import (
 )
 from spectui.core.compare_store import (
     CompareDocument,
+    ResultLock,
     dump_document,
     finished_seqs,
     write_atomic,
@@ -180,7 +182,17 @@ class CompareRunner:
         return self.document
 
     async def run(self) -> AsyncIterator[CompareEvent]:
-        """Run what is pending; events as it goes. Close the iterator to stop after a run."""
+        """Run what is pending; events as it goes. Close the iterator to stop after a run.
+
+        The output files stay locked meanwhile: a second comparison on them is refused.
+        """
+        with contextlib.ExitStack() as locks:
+            for path in self.outputs:
+                locks.enter_context(ResultLock(path))
+            async for event in self._run_pending():
+                yield event
+
+    async def _run_pending(self) -> AsyncIterator[CompareEvent]:
         yield CompareStarted(total=self.total, done=self.done)
         if self.pending:
             self.sessions.append(

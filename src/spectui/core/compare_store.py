@@ -8,11 +8,12 @@ resumed comparison runs exactly what was planned, on the same binary and model.
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -165,6 +166,48 @@ def restart_statement(plan: ComparePlan, starts: Sequence[ServerStart]) -> str:
     if extra:
         text += "; also " + ", ".join(sorted(set(extra)))
     return text
+
+
+class ResultLock:
+    """An exclusive lock on a results file while a comparison writes it.
+
+    Two comparisons writing one file (a second --resume while the first still runs) would
+    interleave their runs and, worse, load two servers at once and skew each other's numbers.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lock_path = path.with_name(f".{path.name}.lock")
+        self._handle: IO[str] | None = None
+
+    def __enter__(self) -> ResultLock:
+        try:
+            self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+            handle = self.lock_path.open("a+", encoding="utf-8")
+        except OSError as error:
+            raise ResultFileError(f"cannot write {self.path}: {error.strerror or error}") from None
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            handle.close()
+            raise ResultFileError(
+                f"{self.path} is being written by another spectui compare (pid {holder}); "
+                "let it finish or use another file"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._handle = handle
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._handle is not None:
+            self.lock_path.unlink(missing_ok=True)  # still ours: nobody else got the lock
+            self._handle.close()  # closing releases the lock
+            self._handle = None
 
 
 def write_atomic(path: Path, text: str) -> None:
