@@ -28,6 +28,7 @@ def main() -> int:
     parser.add_argument("--attached", action="store_true", help="pretend to attach (adopt)")
     parser.add_argument("--no-model", action="store_true", help="show the no-model screen")
     parser.add_argument("--n-predict", type=int, default=None)
+    parser.add_argument("--status-file", type=Path, help="also write the exit line here")
     args = parser.parse_args()
     settings = Settings(theme=args.theme)
     if args.no_model:
@@ -44,7 +45,10 @@ def main() -> int:
         settings = settings.model_copy(update={"n_predict": args.n_predict})
         prompt = "Write a very long answer."
     code = run_tui(engine, settings, prompt_text=prompt, autorun=args.run)
-    print(f"exit {code}; engine closed {engine.close_calls} time(s)")
+    line = f"exit {code}; engine closed {engine.close_calls} time(s)"
+    if args.status_file:
+        args.status_file.write_text(line + "\n")
+    print(line)
     return code
 
 

@@ -263,3 +263,39 @@ async def test_sighup_exits_cleanly_and_closes_the_engine() -> None:
         assert signal.getsignal(signal.SIGHUP) is not signal.SIG_DFL  # ...which is back now
     finally:
         signal.signal(signal.SIGHUP, before)
+
+
+class HangingEngine(HangupEngine):
+    """Its shutdown never finishes (a stand-in for a terminal that blocks Textual's exit)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        await self.release.wait()
+
+
+async def test_hung_shutdown_after_a_signal_ends_the_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import spectui.ui.app as app_module
+
+    engine = HangingEngine()
+    loop = asyncio.get_running_loop()
+    hard_exits: list[int] = []
+
+    def fake_hard_exit(code: int) -> None:  # the real one stops servers and calls os._exit
+        hard_exits.append(code)
+        loop.call_soon_threadsafe(engine.release.set)
+
+    monkeypatch.setattr(app_module, "EXIT_GRACE_S", 0.01)
+    monkeypatch.setattr(app_module, "_hard_exit", fake_hard_exit)
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        code = await run_tui_async(SpectuiApp(engine, Settings()), headless=True)
+    finally:
+        signal.signal(signal.SIGHUP, before)
+    assert code == 129
+    assert hard_exits == [129]

@@ -8,8 +8,12 @@ connection drops, SIGTERM), so a server spectui launched never outlives it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import signal
+import threading
 from collections.abc import Callable, Iterable
+from functools import partial
 from types import FrameType
 from typing import Any, ClassVar
 
@@ -36,6 +40,10 @@ from spectui.ui.widgets.recording import sync_recording
 
 EXIT_SIGNALS = {signal.SIGHUP: 129, signal.SIGTERM: 143}
 """Signals that end the app cleanly, with the shell's 128+N exit status."""
+
+EXIT_GRACE_S = 15.0
+"""After an exit signal, how long a clean shutdown (closing the engine included) may take before
+the process stops every server it launched synchronously and ends itself."""
 
 
 def initial_prompt(settings: Settings, prompt_text: str | None) -> PromptChoice:
@@ -176,30 +184,91 @@ async def run_tui_async(app: SpectuiApp, *, headless: bool = False) -> int:
     the process, so the ``finally`` below still stops the server; the handlers that were there
     before are put back afterwards.
     """
-    loop = asyncio.get_running_loop()
-    previous: dict[signal.Signals, Callable[[int, FrameType | None], Any] | int | None] = {}
-    for signum, code in EXIT_SIGNALS.items():
-        handler = signal.getsignal(signum)
-        try:
-            loop.add_signal_handler(signum, _exit_on_signal, app, code)
-        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, Windows
-            continue
-        previous[signum] = handler
+    watchdog = _Watchdog()
+    previous = _install_exit_handlers(app, watchdog)
     try:
         await app.run_async(headless=headless)
     finally:
         for signum, handler in previous.items():
-            loop.remove_signal_handler(signum)
-            if handler is not None:
-                signal.signal(signum, handler)
-        if app.engine is not None:
-            await app.engine.aclose()
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        try:
+            if app.engine is not None:
+                await app.engine.aclose()
+        finally:
+            watchdog.cancel()
     return app.return_code or 0
 
 
-def _exit_on_signal(app: SpectuiApp, code: int) -> None:
-    # The terminal may be gone (SSH dropped): exit without drawing; aclose runs in run_tui_async.
-    app.exit(return_code=code)
+SignalHandler = Callable[[int, FrameType | None], Any] | int | None
+
+
+def _install_exit_handlers(app: SpectuiApp, watchdog: _Watchdog) -> dict[int, SignalHandler]:
+    """Exit the app on SIGHUP / SIGTERM; returns the handlers they replaced."""
+    loop = asyncio.get_running_loop()
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        code = EXIT_SIGNALS[signal.Signals(signum)]
+        watchdog.arm(code)
+        if signum == signal.SIGHUP:
+            # The terminal is gone, and the kernel sends SIGCONT right behind SIGHUP; Textual's
+            # driver answers SIGCONT by re-entering application mode on the dead terminal, whose
+            # failed writes then block the exit. Python runs pending handlers in signal-number
+            # order, so this one (1) gets to disarm that (18) first.
+            signal.signal(signal.SIGCONT, signal.SIG_DFL)
+            _detach_terminal()
+        loop.call_soon_threadsafe(partial(app.exit, return_code=code))
+
+    previous: dict[int, SignalHandler] = {}
+    for signum in EXIT_SIGNALS:
+        try:
+            previous[signum] = signal.signal(signum, handler)
+        except ValueError:  # not the main thread: the caller handles signals
+            break
+    return previous
+
+
+class _Watchdog:
+    """Ends the process if a signalled shutdown hangs.
+
+    When the terminal disappears (an SSH session drops), Textual's driver can block for good
+    while it restores the terminal: its writer thread cannot write, its queue fills, and the
+    event loop waits on it, so no ``finally`` ever runs. After `EXIT_GRACE_S` this stops every
+    server spectui launched without the loop (`spectui.core.procs.kill_all_sync`) and exits.
+    """
+
+    def __init__(self) -> None:
+        self._timer: threading.Timer | None = None
+
+    def arm(self, code: int) -> None:
+        if self._timer is None:
+            self._timer = threading.Timer(EXIT_GRACE_S, _hard_exit, (code,))
+            self._timer.daemon = True
+            self._timer.start()
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+def _hard_exit(code: int) -> None:
+    from spectui.core.procs import kill_all_sync
+
+    kill_all_sync()
+    os._exit(code)
+
+
+def _detach_terminal() -> None:
+    """Point stdout and stderr at /dev/null once the terminal has hung up.
+
+    Writes to a hung-up terminal fail, and Textual's output thread dies on the first failure,
+    after which its queue fills and shutdown blocks; writes to /dev/null always succeed.
+    """
+    with contextlib.suppress(OSError):
+        sink = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):
+            if os.isatty(fd):
+                os.dup2(sink, fd)
+        os.close(sink)
 
 
 def run_tui(
