@@ -117,6 +117,8 @@ class ScriptedEngine:
     """Spec type -> total ms of a run (default 1000)."""
     fail_types: set[str] = field(default_factory=set)
     """Spec types whose server never starts."""
+    cancel_on_runs: set[int] = field(default_factory=set)
+    """Run numbers that end 'cancelled' half-way (the engine closing under the run)."""
     die_on_runs: set[int] = field(default_factory=set)
     """Run numbers (0-based, over the engine's life) during which the server dies."""
     log: list[tuple[str, str, str]] = field(default_factory=list)
@@ -167,6 +169,13 @@ class ScriptedEngine:
         tokens = words(text)
         for index, token in enumerate(tokens):
             yield TokenEvent(index=index, text=token, origin=TokenOrigin.TARGET, t=index * 0.01)
+            if number in self.cancel_on_runs and index == 1:
+                metrics = RunMetrics(tokens=2, total_ms=20.0)
+                yield SummaryEvent(
+                    metrics=metrics, text="".join(tokens[:2]), stop_reason="cancelled"
+                )
+                yield ServerStateEvent(state=ServerState.READY)
+                return
             if number in self.die_on_runs and index == 1:
                 self.running = 0
                 yield ErrorEvent(message="connection broke", kind="connection")

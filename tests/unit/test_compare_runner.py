@@ -291,3 +291,15 @@ async def test_a_second_comparison_on_the_same_file_is_refused(tmp_path: Path) -
     after = await _collect(CompareRunner(ScriptedEngine(), load_document(out), outputs=[out]))
     assert isinstance(after[-1], CompareFinished)
     assert _names(tmp_path) == ["r.json"]
+
+
+async def test_a_cancelled_run_is_not_recorded_and_stops_the_comparison(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    p = plan(("none", "ngram-simple"), ("a",), reps=1)
+    events = await _collect(
+        CompareRunner(ScriptedEngine(cancel_on_runs={2}), document(p), outputs=[out])
+    )
+    assert not any(isinstance(e, CompareFinished) for e in events)
+    doc = load_document(out)
+    assert [r.seq for r in doc.runs] == [0, 1]  # the cut-short third run is left for --resume
+    assert not doc.complete

@@ -209,11 +209,13 @@ class CompareRunner:
                     yield event
             yield RunStarting(job=job)
             if job.config in self._broken:
-                record = _failed(job, session, self._broken[job.config])
+                record: RunRecord | None = _failed(job, session, self._broken[job.config])
             else:
                 record, self._died = await self._run(job, session)
                 if self._died:
                     self._current = None  # the next run restarts it
+            if record is None:
+                return  # the run was cancelled under us (the engine is closing): stop here
             self.records.append(record)
             self.pending.remove(job)
             document = self.save()
@@ -273,8 +275,12 @@ class CompareRunner:
         self._broken[config.name] = f"the server failed to start with this config: {detail}"
         yield ConfigFailed(config=config.name, round=round_, detail=detail, log_tail=tail)
 
-    async def _run(self, job: CompareJob, session: int) -> tuple[RunRecord, bool]:
-        """One generation and its check; (record, whether the server died under it)."""
+    async def _run(self, job: CompareJob, session: int) -> tuple[RunRecord | None, bool]:
+        """One generation and its check; (record, whether the server died under it).
+
+        The record is None when the run was cancelled (the engine is closing): a cut-short
+        answer is not a result, and --resume must run it again.
+        """
         prompt = self.plan.prompt(job.prompt)
         texts: list[str] = []
         summary: SummaryEvent | None = None
@@ -290,6 +296,8 @@ class CompareRunner:
             elif isinstance(event, ServerStateEvent) and event.state is ServerState.FAILED:
                 died = True
                 error = error or event.detail
+        if summary is not None and summary.stop_reason == "cancelled" and error is None:
+            return None, died
         if summary is None or error is not None:
             return _failed(job, session, error or "the run ended without a result"), died
         check: CheckResult | None = None
