@@ -90,6 +90,8 @@ class FakeEngine:
     run_gate: asyncio.Event | None = None
     """When set, a run pauses after `hold_after` tokens until this event is set."""
     hold_after: int = 10
+    honour_cancel: bool = True
+    """Whether cancel_run ends the run (a stuck server would not)."""
 
     start_calls: int = 0
     switch_calls: list[tuple[SpecConfig, bool]] = field(default_factory=list)
@@ -102,6 +104,8 @@ class FakeEngine:
     max_active_switches: int = 0
     max_active: int = 0
     _active_switches: int = 0
+    cancel_calls: int = 0
+    _cancel: asyncio.Event | None = None
 
     @property
     def info(self) -> ServerInfo:
@@ -168,6 +172,20 @@ class FakeEngine:
             self._active_switches -= 1
             self.active -= 1
 
+    def cancel_run(self) -> None:
+        self.cancel_calls += 1
+        if self._cancel is not None and self.honour_cancel:
+            self._cancel.set()
+
+    async def _hold(self, gate: asyncio.Event, cancel: asyncio.Event) -> None:
+        """Wait for the test to open the gate, or for cancel_run."""
+        waits = {asyncio.ensure_future(gate.wait()), asyncio.ensure_future(cancel.wait())}
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+
     def log_tail(self, lines: int = 50) -> list[str]:
         return LOG_LINES[-lines:]
 
@@ -177,16 +195,20 @@ class FakeEngine:
     async def run(self, request: GenerationRequest) -> AsyncIterator[EngineEvent]:
         self.runs.append(request)
         self.emitted = []
+        self._cancel = asyncio.Event()
         self._enter()
         try:
-            async for event in self._generate(request):
+            async for event in self._generate(request, self._cancel):
                 if isinstance(event, TokenEvent):
                     self.emitted.append(event)
                 yield event
         finally:
+            self._cancel = None
             self.active -= 1
 
-    async def _generate(self, request: GenerationRequest) -> AsyncIterator[EngineEvent]:
+    async def _generate(
+        self, request: GenerationRequest, cancel: asyncio.Event
+    ) -> AsyncIterator[EngineEvent]:
         rng = random.Random(f"{self.seed}|{self.spec.label}|{request.prompt}")
         kind = self.spec.types[0] if self.spec.types else "none"
         p_accept = ACCEPT_PROBABILITY.get(kind, 0.7)
@@ -202,7 +224,11 @@ class FakeEngine:
         per_position = [0] * n_max
         window: list[tuple[float, int]] = []
         crash_after, self.crash_after = self.crash_after, None
+        stop_reason = "limit"
         while index < total:
+            if cancel.is_set():
+                stop_reason = "cancelled"
+                break
             if crash_after is not None and index >= crash_after:
                 yield ServerStateEvent(
                     t=t, state=ServerState.FAILED, detail="llama-server exited (signal 9)",
@@ -237,7 +263,7 @@ class FakeEngine:
                 yield token
                 await asyncio.sleep(self.delay)
             if self.run_gate is not None and index < self.hold_after <= index + len(batch):
-                await self.run_gate.wait()
+                await self._hold(self.run_gate, cancel)
             index += len(batch)
             window = [*window, (t, index)][-8:]
             if index % 8 < len(batch) or index >= total:
@@ -247,8 +273,8 @@ class FakeEngine:
                 rss = 412 * 2**20 + index * 4096
                 yield MemoryEvent(t=t, rss_bytes=rss, rss_minus_shared_bytes=rss - 260 * 2**20)
         final = _metrics(index, drafted, accepted, steps, per_position, ttft, t, window)
-        text = "".join(texts[:total])
-        yield SummaryEvent(t=t, metrics=final, stop_reason="limit", text=text)
+        text = "".join(texts[:index])
+        yield SummaryEvent(t=t, metrics=final, stop_reason=stop_reason, text=text)
 
 
 def _metrics(

@@ -16,7 +16,7 @@ from spectui.core.events import ServerState, TokenOrigin
 from spectui.core.specconfig import SpecConfig
 from spectui.ui.app import SpectuiApp
 from spectui.ui.messages import RunFailed, RunFinished, RunStarted, TokensArrived
-from spectui.ui.screens.dialogs import ConfirmScreen
+from spectui.ui.screens.dialogs import ConfirmScreen, HelpScreen
 from spectui.ui.screens.spec_picker import SpecPickerScreen
 from spectui.ui.widgets.tokens import TokenView
 
@@ -171,12 +171,33 @@ async def test_server_crash_mid_run(make_app: MakeApp) -> None:
         await settle(pilot, _done(app, runs=2))
 
 
-async def test_stop_cancels_the_stream(make_app: MakeApp) -> None:
+async def test_stop_asks_the_engine_and_keeps_the_numbers(make_app: MakeApp) -> None:
+    posted: list[Message] = []
     engine = FakeEngine(run_gate=asyncio.Event())
+    app = make_app(engine, autorun=True)
+    async with app.run_test(size=(100, 30), message_hook=posted.append) as pilot:
+        screen = main_screen(app)
+        await settle(pilot, lambda: screen.running and len(engine.emitted) >= 10)
+        await pilot.press("x")
+        await settle(pilot, lambda: not screen.running and engine.active == 0)
+        assert engine.cancel_calls == 1
+        finished = [m for m in posted if isinstance(m, RunFinished)]
+        assert [m.summary.stop_reason for m in finished] == ["cancelled"]
+        assert screen.state is ServerState.READY
+        assert screen.metrics.current is not None
+        assert screen.metrics.current.status == "stopped"
+        assert screen.metrics.current.metrics.tokens == len(engine.emitted)
+        assert str(screen.answer.border_subtitle).startswith("done · stopped")
+
+
+async def test_second_stop_forces_a_stuck_run(make_app: MakeApp) -> None:
+    engine = FakeEngine(run_gate=asyncio.Event(), honour_cancel=False)
     app = make_app(engine, autorun=True)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = main_screen(app)
         await settle(pilot, lambda: screen.running and len(engine.emitted) >= 10)
+        await pilot.press("x")
+        assert screen.running  # asked politely; the engine has not answered
         await pilot.press("x")
         await settle(pilot, lambda: engine.active == 0)
         assert not screen.running
@@ -312,3 +333,22 @@ async def test_a_dialog_submitted_twice_answers_once(engine: FakeEngine, make_ap
         assert len(engine.switch_calls) == 1
         assert app.screen is main_screen(app)
         assert app.is_running
+
+
+async def test_help_log_and_palette(engine: FakeEngine, make_app: MakeApp) -> None:
+    app = make_app(engine)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = main_screen(app)
+        await settle(pilot, lambda: screen.state is ServerState.READY)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("l")
+        assert screen.server.log_visible
+        assert "speculative decoding enabled" in "\n".join(screen.query_one(Log).lines)
+        await pilot.press("l")
+        assert not screen.server.log_visible
+        titles = {command.title for command in app.get_system_commands(screen)}
+        assert {"Run", "Stop", "Switch spec type", "Restart server", "Server log"} <= titles
+        assert {"Prompt", "Help"} <= titles

@@ -6,7 +6,8 @@ messages; the handlers below hand them to the widgets. Two documented locks keep
 * `operation` names the server operation in flight (start / switch / restart). While it is set,
   no other one starts, so hammering ``t`` can never run two switches at once.
 * `running` says a generation is streaming. Each run gets an id; messages from a run that was
-  stopped or replaced are dropped before they are posted.
+  stopped or replaced are dropped before they are posted. ``x`` asks the engine to stop (the
+  run then ends with a 'cancelled' summary, numbers intact); a second ``x`` cancels the worker.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ class MainScreen(Screen[None]):
         self._op_id = 0
         self._last_op: tuple[str, SpecConfig | None, bool] = ("start", None, False)
         self._run_worker: Worker[None] | None = None
+        self._stopping = False
 
     # -- layout -------------------------------------------------------------------------------
 
@@ -292,15 +294,27 @@ class MainScreen(Screen[None]):
         self._run_worker = self._generation_worker(self._run_id)
 
     def action_stop(self) -> None:
+        """Ask the engine to stop (the run ends with its numbers); a second press forces it."""
         if not self.running:
             self.notify("nothing is generating")
-            return
-        self._stop_run("stopped")
+        elif self._stopping:
+            self._stop_run("stopped")
+        else:
+            self._stopping = True
+            self.answer.finish("stopping… (x again to force)")
+            self._cancel_engine_run()
+
+    def _cancel_engine_run(self) -> None:
+        try:
+            self.engine.cancel_run()
+        except Exception as error:  # a stop request must never take the app down
+            self.notify(f"could not stop the run: {error}", severity="error")
 
     def _stop_run(self, status: str) -> None:
-        """Cancel the run; its late messages are dropped because the run id moves on."""
+        """Cancel the run now; its late messages are dropped because the run id moves on."""
+        self._cancel_engine_run()
         self._run_id += 1
-        self.running = False
+        self.running = self._stopping = False
         if self._run_worker is not None:
             self._run_worker.cancel()
             self._run_worker = None
@@ -311,7 +325,7 @@ class MainScreen(Screen[None]):
             self._show_state(ServerStateEvent(state=ServerState.READY))
 
     def _run_over(self) -> None:
-        self.running = False
+        self.running = self._stopping = False
         self.charts.replot()
         if self.state is ServerState.GENERATING:
             self._show_state(ServerStateEvent(state=ServerState.READY))
@@ -348,6 +362,8 @@ class MainScreen(Screen[None]):
     def _run_finished(self, message: RunFinished) -> None:
         summary = message.summary
         reason = summary.stop_reason or "done"
+        if reason == "cancelled":
+            reason = "stopped"
         self.metrics.finish(reason, summary.metrics)
         self.charts.add_metrics(summary.metrics)
         self.answer.finish(f"done · {reason} · {summary.metrics.tokens} tokens")
