@@ -51,3 +51,16 @@ def test_run_line_for_logs() -> None:
     assert run_line(RunFinished(record=failed, done=1, total=15)).endswith(
         "warm-up · none · a: failed: boom"
     )
+
+
+def test_labels_with_brackets_print_as_written() -> None:
+    from spectui.core.compare_models import CompareConfig
+    from spectui.core.specconfig import SpecConfig
+
+    p = plan(("none",), ("a",), reps=1)
+    spec = SpecConfig(types=("draft-simple",), draft_model=Path("/m/x.gguf"))
+    drafting = CompareConfig(name="draft-simple -md /m/x.gguf", spec=spec)
+    p = p.model_copy(update={"configs": (*p.configs, drafting)})
+    console = Console(record=True, width=160)
+    console.print(summary_table(document(p).updated([], [], [])))
+    assert "draft-simple [x.gguf]" in console.export_text()

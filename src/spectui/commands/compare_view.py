@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 def summary_table(document: CompareDocument, title: str | None = None) -> RenderableType:
     """The config × prompt table (the live one and the final one)."""
     from rich.table import Table
+    from rich.text import Text
 
     from spectui.core.compare_export import (
         fmt_acceptance,
@@ -47,7 +48,7 @@ def summary_table(document: CompareDocument, title: str | None = None) -> Render
     styles = {"keep": "bold green", "drop": "bold red", "failed": "red", "baseline": "dim"}
     for row in document.summary:
         runs = f"{row.runs}/{row.planned}" + (f" ✗{row.failed}" if row.failed else "")
-        table.add_row(
+        cells = [
             labels.get(row.config, row.config),
             row.prompt,
             runs,
@@ -60,9 +61,10 @@ def summary_table(document: CompareDocument, title: str | None = None) -> Render
             fmt_identical(row),
             fmt_check(row),
             fmt_mib(row.median_peak_rss_bytes),
-            f"[{styles.get(row.verdict, '')}]{row.verdict}[/]"
-            if row.verdict in styles
-            else row.verdict,
+        ]
+        # Text, not markup: a label like 'draft-simple [model.gguf]' must print as written.
+        table.add_row(
+            *(Text(cell) for cell in cells), Text(row.verdict, style=styles.get(row.verdict, ""))
         )
     return table
 
@@ -77,7 +79,7 @@ class LiveView:
 
         self.console: Console = Console(stderr=True)
         self.progress: Progress = Progress(
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),
             BarColumn(),
             MofNCompleteColumn(),
             console=self.console,
@@ -108,23 +110,29 @@ class LiveView:
         return Group(summary_table(self.document), self.progress)
 
     def update(self, event: CompareEvent, document: CompareDocument) -> None:
+        from rich.markup import escape
+
         from spectui.core.compare import ConfigFailed, RunFinished, RunStarting, ServerStatus
 
         self.document = document
+        label = document.plan.label
         description = None
         if isinstance(event, ServerStatus):
-            description = f"round {event.round} · {event.config}: server {event.state.value}"
+            description = f"round {event.round} · {label(event.config)}: server {event.state.value}"
         elif isinstance(event, ConfigFailed):
-            self.console.print(f"[red]config {event.config!r} failed:[/] {event.detail}")
-            description = f"round {event.round} · {event.config}: failed"
+            self.console.print(
+                f"[red]config {escape(event.config)!r} failed:[/] {escape(event.detail)}",
+                highlight=False,
+            )
+            description = f"round {event.round} · {label(event.config)}: failed"
         elif isinstance(event, RunStarting):
             job = event.job
             kind = "warm-up" if job.warmup else f"round {job.round}"
-            description = f"{kind} · {job.config} · {job.prompt}"
+            description = f"{kind} · {label(job.config)} · {job.prompt}"
         elif isinstance(event, RunFinished):
             self.progress.update(self.task, completed=event.done)
             if self.live is None:
-                self.console.print(run_line(event), highlight=False, soft_wrap=True)
+                self.console.print(run_line(event), highlight=False, soft_wrap=True, markup=False)
         if description is not None:
             self.progress.update(self.task, description=description)
         if self.live is not None:
@@ -156,6 +164,7 @@ def run_line(event: RunFinished) -> str:
 
 def print_final(document: CompareDocument, *, chart: bool) -> None:
     from rich.console import Console
+    from rich.markup import escape
 
     out = Console()
     if not out.is_terminal:
@@ -165,8 +174,12 @@ def print_final(document: CompareDocument, *, chart: bool) -> None:
     for row in document.summary:
         if row.verdict not in ("baseline", "pending"):
             label = labels.get(row.config, row.config)
-            out.print(f"[bold]{label}[/] on {row.prompt}: {row.verdict} — {row.reason}")
-    out.print(f"server: {document.restarts}")
+            out.print(
+                f"[bold]{escape(label)}[/] on {escape(row.prompt)}: {row.verdict} — "
+                f"{escape(row.reason)}",
+                highlight=False,
+            )
+    out.print(f"server: {document.restarts}", markup=False, highlight=False)
     if chart and any(r.median_tokens_per_second for r in document.summary):
         colour = out.is_terminal and not os.environ.get("NO_COLOR")
         print(chart_text(document, width=min(out.width, 120), colour=colour))

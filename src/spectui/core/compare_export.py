@@ -72,7 +72,8 @@ def fmt_speedup(row: SummaryRow) -> str:
         return ""
     text = f"{row.speedup_vs_baseline:.2f}x"
     if row.pairs > 1 and row.speedup_min is not None and row.speedup_max is not None:
-        text += f" ({row.speedup_min:.2f}–{row.speedup_max:.2f})"
+        low, high = f"{row.speedup_min:.2f}", f"{row.speedup_max:.2f}"
+        text += f" ({low}–{high})" if low != high else ""
     return text
 
 

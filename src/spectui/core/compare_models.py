@@ -126,6 +126,10 @@ class ComparePlan(BaseModel):
         """The config called ``name``."""
         return next(c for c in self.configs if c.name == name)
 
+    def label(self, name: str) -> str:
+        """The short label of the config called ``name`` (the name itself if unknown)."""
+        return next((c.label for c in self.configs if c.name == name), name)
+
     def prompt(self, key: str) -> ComparePrompt:
         """The prompt called ``key``."""
         return next(p for p in self.prompts if p.key == key)
