@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -82,6 +83,11 @@ def add_compare_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--no-chart", action="store_true", dest="no_chart", help="skip the final chart"
+    )
+    group.add_argument(
+        "--tui",
+        action="store_true",
+        help="show the comparison in the TUI (table filling in, responses and their diff)",
     )
 
 
@@ -206,14 +212,22 @@ async def _compare(settings: Settings, args: argparse.Namespace) -> int:
         return 1 if failed else 0
 
     try:
+        if getattr(args, "tui", False):
+            from spectui.ui.compare_app import run_compare_tui
+
+            started = True
+            code = await run_compare_tui(engine, settings, runner, outputs[0])
+            failed = sum(1 for r in runner.document.runs if not r.ok)
+            return code or (1 if failed else 0)
         return await run_guarded(engine, body())
     finally:
         if started and not runner.document.complete:
-            print(
-                f"spectui: {len(runner.document.runs)} of {runner.total} runs kept in "
-                f"{outputs[0]}; continue with: spectui compare --resume {outputs[0]}",
-                file=sys.stderr,
-            )
+            with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
+                print(
+                    f"spectui: {len(runner.document.runs)} of {runner.total} runs kept in "
+                    f"{outputs[0]}; continue with: spectui compare --resume {outputs[0]}",
+                    file=sys.stderr,
+                )
 
 
 class _Exports:
