@@ -139,6 +139,7 @@ async def test_server_failure_shows_log_and_retry_works(make_app: MakeApp) -> No
         await settle(pilot, _done(app))
         assert engine.start_calls == 2
         assert len(engine.runs) == 1  # --run waited for a healthy server
+        assert not screen.server.log_visible  # shown for the failure, put away on recovery
 
 
 async def test_engine_exception_is_a_state_not_a_crash(make_app: MakeApp) -> None:

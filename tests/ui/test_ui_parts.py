@@ -299,3 +299,15 @@ async def test_hung_shutdown_after_a_signal_ends_the_process(
         signal.signal(signal.SIGHUP, before)
     assert code == 129
     assert hard_exits == [129]
+
+
+def test_initial_prompt_recognises_a_builtin() -> None:
+    from spectui.core.prompts import builtin_prompt
+    from spectui.ui.app import initial_prompt
+
+    settings = Settings()
+    assert initial_prompt(settings, None).key == "table-row"
+    two_lines = builtin_prompt("two-lines")
+    choice = initial_prompt(settings, two_lines.text)  # what `--builtin two-lines` passes
+    assert (choice.key, choice.request.n_predict) == ("two-lines", two_lines.n_predict)
+    assert initial_prompt(settings, "Hello").key == "custom"

@@ -23,7 +23,7 @@ from textual.screen import Screen
 
 from spectui.config import Settings
 from spectui.core.engine import Engine
-from spectui.core.prompts import DEFAULT_PROMPT_KEY, builtin_prompt
+from spectui.core.prompts import BUILTIN_PROMPTS, DEFAULT_PROMPT_KEY, builtin_prompt
 from spectui.core.recording import RecordingEngine
 from spectui.core.request import GenerationRequest
 from spectui.ui.screens.dialogs import NoModelScreen
@@ -56,10 +56,13 @@ def initial_prompt(settings: Settings, prompt_text: str | None) -> PromptChoice:
         seed=settings.seed,
         stall_timeout_s=settings.stall_timeout_s,
     )
-    if prompt_text is not None:
-        request = template.model_copy(update={"prompt": prompt_text})
-        return PromptChoice(CUSTOM, "custom prompt", request)
-    return builtin_choice(builtin_prompt(DEFAULT_PROMPT_KEY), template)
+    if prompt_text is None:
+        return builtin_choice(builtin_prompt(DEFAULT_PROMPT_KEY), template)
+    for prompt in BUILTIN_PROMPTS:  # --builtin KEY arrives as the prompt's text
+        if prompt.text == prompt_text:
+            return builtin_choice(prompt, template)
+    request = template.model_copy(update={"prompt": prompt_text})
+    return PromptChoice(CUSTOM, "custom prompt", request)
 
 
 class SpectuiApp(App[None]):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from functools import cached_property
 from typing import ClassVar
 
 from textual import on, work
@@ -29,7 +30,7 @@ from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from spectui.core.engine import Engine
 from spectui.core.errors import ServerStartError, SpectuiError
-from spectui.core.events import ErrorEvent, RunMetrics, ServerState, ServerStateEvent
+from spectui.core.events import ErrorEvent, ServerState, ServerStateEvent
 from spectui.core.specconfig import SpecConfig
 from spectui.ui.bridge import Post, pump
 from spectui.ui.messages import (
@@ -47,7 +48,8 @@ from spectui.ui.screens.prompt_picker import PromptChoice, PromptPickerScreen
 from spectui.ui.screens.spec_picker import SpecPickerScreen
 from spectui.ui.state import UiState
 from spectui.ui.widgets.charts import ChartsPane
-from spectui.ui.widgets.metrics import MetricsPane, RunRecord
+from spectui.ui.widgets.metrics import MetricsPane
+from spectui.ui.widgets.run_display import RunDisplay
 from spectui.ui.widgets.server import ServerPane
 from spectui.ui.widgets.tokens import AnswerPane
 
@@ -91,6 +93,7 @@ class MainScreen(Screen[None]):
         self._last_op: tuple[str, SpecConfig | None, bool] = ("start", None, False)
         self._run_worker: Worker[None] | None = None
         self._stopping = False
+        self._log_shown_for_failure = False
 
     # -- layout -------------------------------------------------------------------------------
 
@@ -114,6 +117,10 @@ class MainScreen(Screen[None]):
         wide = event.size.width >= WIDE[0] and event.size.height >= WIDE[1]
         self.set_class(wide, "-wide")
         self.charts.query_one("#tps-plot").display = wide
+
+    @cached_property
+    def run_display(self) -> RunDisplay:
+        return RunDisplay(self.answer, self.metrics, self.charts)
 
     @property
     def answer(self) -> AnswerPane:
@@ -318,61 +325,45 @@ class MainScreen(Screen[None]):
         if self._run_worker is not None:
             self._run_worker.cancel()
             self._run_worker = None
-        self.answer.finish(status)
-        self.metrics.finish("stopped")
-        self.charts.replot()
+        self.run_display.stopped(status)
         if self.state is ServerState.GENERATING:
             self._show_state(ServerStateEvent(state=ServerState.READY))
 
     def _run_over(self) -> None:
         self.running = self._stopping = False
-        self.charts.replot()
         if self.state is ServerState.GENERATING:
             self._show_state(ServerStateEvent(state=ServerState.READY))
 
     @on(RunStarted)
     def _run_started(self, message: RunStarted) -> None:
-        record = RunRecord(message.spec_label, self.prompt.label, metrics=RunMetrics())
-        self.metrics.begin(record)
-        self.answer.begin(f"{self.prompt.label} · {message.spec_label}")
-        self.charts.reset()
+        self.run_display.begin(self.prompt.label, message.spec_label)
         if self.state is ServerState.READY:
             self._show_state(ServerStateEvent(state=ServerState.GENERATING))
 
     @on(TokensArrived)
     def _tokens(self, message: TokensArrived) -> None:
-        self.answer.add(message.tokens)
-        self.charts.add_tokens(message.tokens)
-        self.charts.add_steps(message.steps)
+        self.run_display.tokens(message.tokens, message.steps)
 
     @on(MetricsUpdated)
     def _metrics_updated(self, message: MetricsUpdated) -> None:
-        self.metrics.update_metrics(message.event.snapshot)
-        self.charts.add_metrics(message.event.snapshot)
+        self.run_display.snapshot(message.event)
 
     @on(MemorySampled)
     def _memory(self, message: MemorySampled) -> None:
-        self.metrics.update_memory(message.event)
+        self.run_display.memory(message.event)
 
     @on(PromptProgressed)
     def _progress(self, message: PromptProgressed) -> None:
-        self.answer.progress(message.event)
+        self.run_display.progress(message.event)
 
     @on(RunFinished)
     def _run_finished(self, message: RunFinished) -> None:
-        summary = message.summary
-        reason = summary.stop_reason or "done"
-        if reason == "cancelled":
-            reason = "stopped"
-        self.metrics.finish(reason, summary.metrics)
-        self.charts.add_metrics(summary.metrics)
-        self.answer.finish(f"done · {reason} · {summary.metrics.tokens} tokens")
+        self.run_display.finished(message.summary)
         self._run_over()
 
     @on(RunFailed)
     def _run_failed(self, message: RunFailed) -> None:
-        self.metrics.finish("failed")
-        self.answer.finish(f"failed: {message.error.message}")
+        self.run_display.failed(message.error)
         self.notify(message.error.message, title="Run failed", severity="error")
         self._run_over()
 
@@ -388,7 +379,11 @@ class MainScreen(Screen[None]):
         bar.set_state(event.state, event.detail)
         bar.set_info(self.engine.info)
         if event.state is ServerState.FAILED:
+            self._log_shown_for_failure = not self.server.log_visible or self._log_shown_for_failure
             self.server.show_log(event.log_tail or self._log_lines(), visible=True)
+        elif event.state is ServerState.READY and self._log_shown_for_failure:
+            self._log_shown_for_failure = False  # recovered: put the log away again
+            self.server.show_log([], visible=False)
 
     def _log_lines(self) -> list[str]:
         try:
@@ -401,6 +396,7 @@ class MainScreen(Screen[None]):
             self.server.show_log(self._log_lines())
 
     def action_toggle_log(self) -> None:
+        self._log_shown_for_failure = False  # the user decides from now on
         self.server.show_log(self._log_lines(), visible=not self.server.log_visible)
 
     # -- pickers and help -----------------------------------------------------------------------

@@ -1,0 +1,74 @@
+"""Draws one run across the answer, metrics and chart widgets; knows nothing about the engine.
+
+The main screen decides *when* (it owns the workers and the locks); this decides *what each
+widget shows*, so the screen's message handlers stay one line each.
+"""
+
+from __future__ import annotations
+
+from spectui.core.events import (
+    ErrorEvent,
+    MemoryEvent,
+    MetricsEvent,
+    PromptProgressEvent,
+    RunMetrics,
+    StepEvent,
+    SummaryEvent,
+    TokenEvent,
+)
+from spectui.ui.widgets.charts import ChartsPane
+from spectui.ui.widgets.metrics import MetricsPane, RunRecord
+from spectui.ui.widgets.tokens import AnswerPane
+
+STOP_REASONS = {"cancelled": "stopped", "error": "failed"}
+"""Summary stop reasons as the panes word them."""
+
+
+class RunDisplay:
+    """The widgets that show a run, updated together."""
+
+    def __init__(self, answer: AnswerPane, metrics: MetricsPane, charts: ChartsPane) -> None:
+        self.answer = answer
+        self.metrics = metrics
+        self.charts = charts
+
+    def begin(self, prompt_label: str, spec_label: str) -> None:
+        """A new run: the current one becomes 'previous', the panes clear."""
+        self.metrics.begin(RunRecord(spec_label, prompt_label, metrics=RunMetrics()))
+        self.answer.begin(f"{prompt_label} · {spec_label}")
+        self.charts.reset()
+
+    def tokens(self, tokens: tuple[TokenEvent, ...], steps: tuple[StepEvent, ...]) -> None:
+        self.answer.add(tokens)
+        self.charts.add_tokens(tokens)
+        self.charts.add_steps(steps)
+
+    def snapshot(self, event: MetricsEvent) -> None:
+        self.metrics.update_metrics(event.snapshot)
+        self.charts.add_metrics(event.snapshot)
+
+    def memory(self, event: MemoryEvent) -> None:
+        self.metrics.update_memory(event)
+
+    def progress(self, event: PromptProgressEvent) -> None:
+        self.answer.progress(event)
+
+    def finished(self, summary: SummaryEvent) -> None:
+        """The final numbers; an 'error' summary also comes with an ErrorEvent (see `failed`)."""
+        reason = STOP_REASONS.get(summary.stop_reason) or summary.stop_reason or "done"
+        self.metrics.finish(reason, summary.metrics)
+        self.charts.add_metrics(summary.metrics)
+        ending = "failed" if reason == "failed" else f"done · {reason}"
+        self.answer.finish(f"{ending} · {summary.metrics.tokens} tokens")
+        self.charts.replot()
+
+    def failed(self, error: ErrorEvent) -> None:
+        self.metrics.finish("failed")
+        self.answer.finish(f"failed · {error.kind}")
+        self.charts.replot()
+
+    def stopped(self, status: str) -> None:
+        """Stopped without waiting for the engine: the numbers so far are the run's."""
+        self.answer.finish(status)
+        self.metrics.finish("stopped")
+        self.charts.replot()
