@@ -75,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     _sampling_options(parser)
     parser.add_argument("--run", action="store_true", help="start generating once ready")
     parser.add_argument("--theme", help="TUI theme (spectui-dark, spectui-light, ...)")
+    parser.add_argument(
+        "--record", type=Path, metavar="FILE", help="record runs to session files (FILE, FILE-2…)"
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     # SUPPRESS: options given before the command (`spectui --model X stream`) must survive the
@@ -102,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _launch_options(compare)
     add_compare_options(compare)
+    compare.add_argument(
+        "--record", type=Path, metavar="DIR", help="also record every run to a session file in DIR"
+    )
     from spectui.commands.export import add_export_parser
     from spectui.commands.replay import add_replay_parser
 

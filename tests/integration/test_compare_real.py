@@ -230,3 +230,50 @@ def test_checker_that_does_not_compile_is_refused(
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert err.startswith("spectui: prompt file") and "python checker does not compile" in err
+
+
+def test_compare_records_every_run(gemma_model: Path, tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    sessions = tmp_path / "sessions"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "spectui.cli",
+            "compare",
+            "--model",
+            str(gemma_model),
+            "--config",
+            "ngram-simple",
+            "--prompts",
+            "builtin:two-lines",
+            "--reps",
+            "1",
+            "--n-predict",
+            "8",
+            "--no-chart",
+            "--json",
+            str(tmp_path / "out.json"),
+            "--record",
+            str(sessions),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stderr
+    files = sorted(sessions.glob("*.jsonl"))
+    # Two configs, each with a warm-up and one counted run.
+    assert len(files) == 4
+    replayed = subprocess.run(
+        [sys.executable, "-m", "spectui.cli", "replay", str(files[-1]), "--summary"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert replayed.returncode == 0, replayed.stderr
+    assert json.loads(replayed.stdout)["tokens"] == 8

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING
 from spectui.commands.compare_view import LiveView, print_final
 from spectui.commands.lifecycle import run_guarded
 from spectui.config import Settings, state_dir
+from spectui.core.engine import Engine
 from spectui.core.errors import SpectuiError
+from spectui.core.recording import RecordingEngine
 
 if TYPE_CHECKING:
     from spectui.core.compare_setup import CompareSetup
@@ -188,7 +190,14 @@ async def _compare(settings: Settings, args: argparse.Namespace) -> int:
     if json_out is not None and json_out not in outputs:
         outputs.append(json_out)
     exports = _Exports(getattr(args, "csv_out", None), getattr(args, "markdown_out", None))
-    engine = setup.engine(first.spec)
+    record_dir: Path | None = getattr(args, "record", None)
+    engine: Engine = setup.engine(first.spec)
+    if record_dir is not None or settings.record:
+        # One session file per run (warm-ups included), so any run can be replayed on stage.
+        folder = record_dir if record_dir is not None else settings.sessions_dir
+        engine = RecordingEngine.for_settings(
+            engine, settings.model_copy(update={"sessions_dir": folder})
+        )
     runner = CompareRunner(engine, document, outputs=outputs, on_save=exports.write)
     print(
         f"spectui: results in {outputs[0]} (if interrupted: spectui compare --resume {outputs[0]})",

@@ -20,5 +20,8 @@ def run_tui_command(settings: Settings, args: argparse.Namespace) -> int:
     except DemoModelMissingError as error:
         return run_no_model(settings, str(error))
     # Always wrapped, so the record key works; on from the start with the `record` setting.
-    recorder = RecordingEngine.for_settings(engine, settings, recording=settings.record)
+    path = getattr(args, "record", None)
+    recorder = RecordingEngine.for_settings(
+        engine, settings, path=path, recording=settings.record or path is not None
+    )
     return run_tui(recorder, settings, prompt_text=prompt, autorun=bool(args.run))
