@@ -68,7 +68,7 @@ class Engine(Protocol):
         ...
 
     def cancel_run(self) -> None:
-        """Stop the run in progress; its iterator ends with a summary whose reason is 'cancelled'."""
+        """Stop the run in progress; its iterator ends with a 'cancelled' summary."""
         ...
 
     def log_tail(self, lines: int = 50) -> list[str]:
