@@ -20,52 +20,16 @@ def summary_table(document: CompareDocument, title: str | None = None) -> Render
     from rich.table import Table
     from rich.text import Text
 
-    from spectui.core.compare_export import (
-        fmt_acceptance,
-        fmt_check,
-        fmt_identical,
-        fmt_mib,
-        fmt_range,
-        fmt_speedup,
-    )
+    from spectui.core.compare_export import SUMMARY_COLUMNS, summary_rows
 
     table = Table(title=title, title_justify="left", expand=False)
-    for name, justify in (
-        ("config", "left"),
-        ("prompt", "left"),
-        ("runs", "right"),
-        ("tok/s", "right"),
-        ("TTFT ms", "right"),
-        ("speedup", "right"),
-        ("acceptance", "right"),
-        ("identical", "right"),
-        ("check", "right"),
-        ("peak RSS", "right"),
-        ("verdict", "left"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    labels = {c.name: c.label for c in document.plan.configs}
+    left = ("config", "prompt", "verdict")
+    for name in SUMMARY_COLUMNS:
+        table.add_column(name, justify="left" if name in left else "right")
     styles = {"keep": "bold green", "drop": "bold red", "failed": "red", "baseline": "dim"}
-    for row in document.summary:
-        runs = f"{row.runs}/{row.planned}" + (f" ✗{row.failed}" if row.failed else "")
-        cells = [
-            labels.get(row.config, row.config),
-            row.prompt,
-            runs,
-            fmt_range(
-                row.median_tokens_per_second, row.min_tokens_per_second, row.max_tokens_per_second
-            ),
-            fmt_range(row.median_ttft_ms, row.min_ttft_ms, row.max_ttft_ms, 0),
-            fmt_speedup(row),
-            fmt_acceptance(row),
-            fmt_identical(row),
-            fmt_check(row),
-            fmt_mib(row.median_peak_rss_bytes),
-        ]
+    for _, (*cells, verdict) in summary_rows(document):
         # Text, not markup: a label like 'draft-simple [model.gguf]' must print as written.
-        table.add_row(
-            *(Text(cell) for cell in cells), Text(row.verdict, style=styles.get(row.verdict, ""))
-        )
+        table.add_row(*(Text(cell) for cell in cells), Text(verdict, style=styles.get(verdict, "")))
     return table
 
 

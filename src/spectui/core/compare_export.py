@@ -51,6 +51,21 @@ CSV_FIELDS = (
 
 # -- cells -------------------------------------------------------------------------------------
 
+SUMMARY_COLUMNS = (
+    "config",
+    "prompt",
+    "runs",
+    "tok/s",
+    "TTFT ms",
+    "speedup",
+    "acceptance",
+    "identical",
+    "check",
+    "peak RSS",
+    "verdict",
+)
+"""Columns of the summary table, in the CLI and the TUI alike."""
+
 
 def fmt_number(value: float | None, digits: int = 1) -> str:
     """'12.3', or '–' when unknown."""
@@ -98,6 +113,31 @@ def fmt_acceptance(row: SummaryRow) -> str:
         return "–"
     length = row.median_mean_acceptance_length
     return f"{row.median_acceptance:.0%}" + (f" (len {length:.1f})" if length else "")
+
+
+def summary_rows(document: CompareDocument) -> list[tuple[SummaryRow, list[str]]]:
+    """The summary table as text: per config × prompt, the row and its cells (`SUMMARY_COLUMNS`;
+    the last one is the verdict, for callers to style)."""
+    rows = []
+    for row in document.summary:
+        runs = f"{row.runs}/{row.planned}" + (f" ✗{row.failed}" if row.failed else "")
+        cells = [
+            document.plan.label(row.config),
+            row.prompt,
+            runs,
+            fmt_range(
+                row.median_tokens_per_second, row.min_tokens_per_second, row.max_tokens_per_second
+            ),
+            fmt_range(row.median_ttft_ms, row.min_ttft_ms, row.max_ttft_ms, 0),
+            fmt_speedup(row),
+            fmt_acceptance(row),
+            fmt_identical(row),
+            fmt_check(row),
+            fmt_mib(row.median_peak_rss_bytes),
+            row.verdict,
+        ]
+        rows.append((row, cells))
+    return rows
 
 
 # -- CSV ---------------------------------------------------------------------------------------

@@ -31,33 +31,11 @@ from spectui.core.compare import (
     RunStarting,
     ServerStatus,
 )
-from spectui.core.compare_export import (
-    fmt_acceptance,
-    fmt_check,
-    fmt_identical,
-    fmt_mib,
-    fmt_range,
-    fmt_speedup,
-)
+from spectui.core.compare_export import SUMMARY_COLUMNS, summary_rows
 from spectui.core.compare_models import RunRecord
 from spectui.core.compare_store import CompareDocument
 from spectui.core.errors import SpectuiError
 from spectui.core.report import SummaryRow
-
-COLUMNS = (
-    "config",
-    "prompt",
-    "runs",
-    "tok/s",
-    "TTFT ms",
-    "speedup",
-    "acceptance",
-    "identical",
-    "check",
-    "peak RSS",
-    "verdict",
-)
-"""The table's columns: the same as the CLI's."""
 
 VERDICT_STYLES = {"keep": ("bold", "success"), "drop": ("bold", "error"), "failed": ("", "error")}
 """Verdict cell styles: (attributes, theme variable for the colour)."""
@@ -93,27 +71,11 @@ def summary_cells(
     Cells are Rich `Text` (what DataTable measures and never reads as markup: a label such as
     'draft-simple [model.gguf]' must show as written); ``verdict_styles`` colours the verdicts.
     """
-    labels = {c.name: c.label for c in document.plan.configs}
     styles = verdict_styles or {}
     rows = []
-    for row in document.summary:
-        runs = f"{row.runs}/{row.planned}" + (f" ✗{row.failed}" if row.failed else "")
-        cells = [
-            labels.get(row.config, row.config),
-            row.prompt,
-            runs,
-            fmt_range(
-                row.median_tokens_per_second, row.min_tokens_per_second, row.max_tokens_per_second
-            ),
-            fmt_range(row.median_ttft_ms, row.min_ttft_ms, row.max_ttft_ms, 0),
-            fmt_speedup(row),
-            fmt_acceptance(row),
-            fmt_identical(row),
-            fmt_check(row),
-            fmt_mib(row.median_peak_rss_bytes),
-        ]
+    for row, (*cells, verdict) in summary_rows(document):
         texts = [Text(cell) for cell in cells]
-        texts.append(Text(row.verdict, style=styles.get(row.verdict, "")))
+        texts.append(Text(verdict, style=styles.get(verdict, "")))
         rows.append(((row.config, row.prompt), texts))
     return rows
 
@@ -262,7 +224,7 @@ class CompareScreen(Screen[None]):
     def on_mount(self) -> None:
         self.title = "spectui compare"
         self.sub_title = str(self.results) if self.results else ""
-        for name in COLUMNS:
+        for name in SUMMARY_COLUMNS:
             self.table.add_column(name, key=name)
         self._redraw()
         self._run_comparison()
@@ -327,7 +289,7 @@ class CompareScreen(Screen[None]):
             if fresh:
                 table.add_row(*cells, key=key)
                 continue
-            for column, cell in zip(COLUMNS, cells, strict=True):
+            for column, cell in zip(SUMMARY_COLUMNS, cells, strict=True):
                 table.update_cell(key, column, cell, update_width=True)
         self._show_reason()
 
