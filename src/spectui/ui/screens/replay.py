@@ -8,6 +8,7 @@ the faster run visibly finishes first (a baseline against a spec run, for talks)
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import ClassVar
 
 from textual import on
@@ -18,7 +19,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from spectui.core.events import ErrorEvent, RunMetrics, ServerState, ServerStateEvent
+from spectui.core.events import ErrorEvent, ServerState, ServerStateEvent
 from spectui.core.replay import ReplayClock, ReplayEngine
 from spectui.ui.bridge import Post, pump
 from spectui.ui.messages import (
@@ -31,7 +32,8 @@ from spectui.ui.messages import (
 )
 from spectui.ui.screens.main import MainScreen
 from spectui.ui.screens.prompt_picker import PromptChoice
-from spectui.ui.widgets.metrics import MetricsPane, RunRecord
+from spectui.ui.widgets.metrics import MetricsPane
+from spectui.ui.widgets.run_display import RunDisplay
 from spectui.ui.widgets.tokens import AnswerPane
 
 SPEED_CYCLE: tuple[float | None, ...] = (0.5, 1.0, 2.0, None)
@@ -151,21 +153,16 @@ class ReplayColumn(Vertical):
         with VerticalScroll(classes="replay-metrics"):
             yield MetricsPane()
 
-    @property
-    def answer(self) -> AnswerPane:
-        return self.query_one(AnswerPane)
-
-    @property
-    def metrics(self) -> MetricsPane:
-        return self.query_one(MetricsPane)
+    @cached_property
+    def run_display(self) -> RunDisplay:
+        return RunDisplay(self.query_one(AnswerPane), self.query_one(MetricsPane))
 
     def begin(self) -> int:
         """Clear for a new play; returns its number."""
         self.play += 1
         self.done = False
         header = self.engine.session.header
-        self.answer.begin(header.title)
-        self.metrics.begin(RunRecord(header.server.spec_label, header.label, RunMetrics()))
+        self.run_display.begin(header.label or "session", header.server.spec_label)
         return self.play
 
     def poster(self, play: int) -> Post:
@@ -178,32 +175,30 @@ class ReplayColumn(Vertical):
 
     @on(TokensArrived)
     def _tokens(self, message: TokensArrived) -> None:
-        self.answer.add(message.tokens)
+        self.run_display.tokens(message.tokens, message.steps)
 
     @on(MetricsUpdated)
     def _metrics(self, message: MetricsUpdated) -> None:
-        self.metrics.update_metrics(message.event.snapshot)
+        self.run_display.snapshot(message.event)
 
     @on(MemorySampled)
     def _memory(self, message: MemorySampled) -> None:
-        self.metrics.update_memory(message.event)
+        self.run_display.memory(message.event)
 
     @on(PromptProgressed)
     def _progress(self, message: PromptProgressed) -> None:
-        self.answer.progress(message.event)
+        self.run_display.progress(message.event)
 
     @on(RunFinished)
     def _finished(self, message: RunFinished) -> None:
-        summary = message.summary
-        reason = summary.stop_reason or "done"
-        self.metrics.finish(reason, summary.metrics)
-        self.answer.finish(f"done · {reason} · {summary.metrics.tokens} tokens")
+        self.run_display.finished(message.summary)
         self.done = True
 
     @on(RunFailed)
     def _failed(self, message: RunFailed) -> None:
-        self.answer.finish(f"failed: {message.error.message}")
-        self.metrics.finish("failed")
+        # No notification in a pair: the answer's subtitle carries the message itself.
+        self.run_display.answer.finish(f"failed: {message.error.message}")
+        self.run_display.metrics.finish("failed")
 
 
 class ReplayPairScreen(Screen[None]):

@@ -25,9 +25,11 @@ STOP_REASONS = {"cancelled": "stopped", "error": "failed"}
 
 
 class RunDisplay:
-    """The widgets that show a run, updated together."""
+    """The widgets that show a run, updated together (a replay pair's columns have no charts)."""
 
-    def __init__(self, answer: AnswerPane, metrics: MetricsPane, charts: ChartsPane) -> None:
+    def __init__(
+        self, answer: AnswerPane, metrics: MetricsPane, charts: ChartsPane | None = None
+    ) -> None:
         self.answer = answer
         self.metrics = metrics
         self.charts = charts
@@ -36,16 +38,19 @@ class RunDisplay:
         """A new run: the current one becomes 'previous', the panes clear."""
         self.metrics.begin(RunRecord(spec_label, prompt_label, metrics=RunMetrics()))
         self.answer.begin(f"{prompt_label} · {spec_label}")
-        self.charts.reset()
+        if self.charts is not None:
+            self.charts.reset()
 
     def tokens(self, tokens: tuple[TokenEvent, ...], steps: tuple[StepEvent, ...]) -> None:
         self.answer.add(tokens)
-        self.charts.add_tokens(tokens)
-        self.charts.add_steps(steps)
+        if self.charts is not None:
+            self.charts.add_tokens(tokens)
+            self.charts.add_steps(steps)
 
     def snapshot(self, event: MetricsEvent) -> None:
         self.metrics.update_metrics(event.snapshot)
-        self.charts.add_metrics(event.snapshot)
+        if self.charts is not None:
+            self.charts.add_metrics(event.snapshot)
 
     def memory(self, event: MemoryEvent) -> None:
         self.metrics.update_memory(event)
@@ -57,18 +62,23 @@ class RunDisplay:
         """The final numbers; an 'error' summary also comes with an ErrorEvent (see `failed`)."""
         reason = STOP_REASONS.get(summary.stop_reason) or summary.stop_reason or "done"
         self.metrics.finish(reason, summary.metrics)
-        self.charts.add_metrics(summary.metrics)
         ending = "failed" if reason == "failed" else f"done · {reason}"
         self.answer.finish(f"{ending} · {summary.metrics.tokens} tokens")
-        self.charts.replot()
+        if self.charts is not None:
+            self.charts.add_metrics(summary.metrics)
+            self.charts.replot()
 
     def failed(self, error: ErrorEvent) -> None:
         self.metrics.finish("failed")
         self.answer.finish(f"failed · {error.kind}")
-        self.charts.replot()
+        self._replot()
 
     def stopped(self, status: str) -> None:
         """Stopped without waiting for the engine: the numbers so far are the run's."""
         self.answer.finish(status)
         self.metrics.finish("stopped")
-        self.charts.replot()
+        self._replot()
+
+    def _replot(self) -> None:
+        if self.charts is not None:
+            self.charts.replot()
