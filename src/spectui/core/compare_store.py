@@ -24,7 +24,7 @@ from spectui.core.compare_models import (
     RunRecord,
     ServerStart,
 )
-from spectui.core.errors import SpectuiError
+from spectui.core.errors import SpectuiError, read_bytes
 from spectui.core.report import SummaryRow, annotate, report_rows
 
 FORMAT: Literal["spectui-compare/1"] = "spectui-compare/1"
@@ -232,12 +232,7 @@ def dump_document(document: CompareDocument) -> str:
 
 def load_document(path: Path) -> CompareDocument:
     """A results file written by `spectui compare`; one clear line when it is not one."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ResultFileError(f"results file not found: {path}") from None
-    except OSError as error:
-        raise ResultFileError(f"cannot read results file {path}: {error.strerror}") from None
+    raw = read_bytes(path, "results file", ResultFileError)
     try:
         return CompareDocument.model_validate_json(raw)
     except ValidationError as error:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class SpectuiError(Exception):
     """Base class: ``str(error)`` is a one-line message fit to show a user."""
@@ -59,3 +61,15 @@ class StreamError(SpectuiError):
     """The stream broke: stalled, cut, or the server answered with an error."""
 
     title = "Stream failed"
+
+
+def read_bytes(path: Path, what: str, error: type[SpectuiError]) -> bytes:
+    """The bytes of the ``what`` at ``path`` ('session file', ...), else ``error`` in one line."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise error(f"{what} not found: {path}") from None
+    except IsADirectoryError:
+        raise error(f"{what} is a directory: {path}") from None
+    except OSError as problem:
+        raise error(f"cannot read {what} {path}: {problem.strerror}") from None

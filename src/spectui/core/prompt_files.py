@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from spectui.core.checkers import Checker
 from spectui.core.compare_models import ComparePrompt
-from spectui.core.errors import SpectuiError
+from spectui.core.errors import SpectuiError, read_bytes
 from spectui.core.prompts import BUILTIN_PROMPTS
 
 DEFAULT_N_PREDICT = 256
@@ -87,14 +87,7 @@ def builtin_prompts(keys: list[str] | None, n_predict: int | None) -> tuple[Comp
 
 
 def _read_entries(path: Path) -> list[Any]:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise PromptFileError(f"prompt file not found: {path}") from None
-    except IsADirectoryError:
-        raise PromptFileError(f"prompt file is a directory: {path}") from None
-    except OSError as error:
-        raise PromptFileError(f"cannot read prompt file {path}: {error.strerror}") from None
+    raw = read_bytes(path, "prompt file", PromptFileError)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

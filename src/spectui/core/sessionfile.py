@@ -24,7 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from spectui import __version__
-from spectui.core.errors import SpectuiError
+from spectui.core.errors import SpectuiError, read_bytes
 from spectui.core.events import EngineEvent, SummaryEvent, engine_event_adapter
 from spectui.core.request import GenerationRequest
 from spectui.core.specconfig import SpecConfig
@@ -238,14 +238,7 @@ class Session:
 
 def read_session(path: Path) -> Session:
     """Read a session file; SessionError when it has no usable header."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise SessionError(f"session file not found: {path}") from None
-    except IsADirectoryError:
-        raise SessionError(f"session file is a directory: {path}") from None
-    except OSError as error:
-        raise SessionError(f"cannot read session file {path}: {error.strerror}") from None
+    raw = read_bytes(path, "session file", SessionError)
     lines = raw.split(b"\n")
     header = _header(path, lines[0])
     session = Session(path, header)
