@@ -76,23 +76,16 @@ class LiveView:
     def update(self, event: CompareEvent, document: CompareDocument) -> None:
         from rich.markup import escape
 
-        from spectui.core.compare import ConfigFailed, RunFinished, RunStarting, ServerStatus
+        from spectui.core.compare import ConfigFailed, RunFinished, progress_line
 
         self.document = document
-        label = document.plan.label
-        description = None
-        if isinstance(event, ServerStatus):
-            description = f"round {event.round} · {label(event.config)}: server {event.state.value}"
-        elif isinstance(event, ConfigFailed):
+        description = progress_line(event, document.plan)
+        if isinstance(event, ConfigFailed):
             self.console.print(
                 f"[red]config {escape(event.config)!r} failed:[/] {escape(event.detail)}",
                 highlight=False,
             )
-            description = f"round {event.round} · {label(event.config)}: failed"
-        elif isinstance(event, RunStarting):
-            job = event.job
-            kind = "warm-up" if job.warmup else f"round {job.round}"
-            description = f"{kind} · {label(job.config)} · {job.prompt}"
+            description = f"round {event.round} · {document.plan.label(event.config)}: failed"
         elif isinstance(event, RunFinished):
             self.progress.update(self.task, completed=event.done)
             if self.live is None:
@@ -106,10 +99,10 @@ class LiveView:
 def run_line(event: RunFinished) -> str:
     """One line per finished run, for logs (stderr that is not a terminal)."""
     from spectui.core.compare_export import fmt_number
+    from spectui.core.compare_models import round_name
 
     r = event.record
-    kind = "warm-up" if r.warmup else f"round {r.round}"
-    head = f"[{event.done}/{event.total}] {kind} · {r.config} · {r.prompt}: "
+    head = f"[{event.done}/{event.total}] {round_name(r)} · {r.config} · {r.prompt}: "
     if not r.ok:
         return head + f"failed: {r.error}"
     parts = [

@@ -26,9 +26,11 @@ from spectui.core.checkers import CheckResult, run_checker
 from spectui.core.compare_models import (
     CompareConfig,
     CompareJob,
+    ComparePlan,
     CompareSessionInfo,
     RunRecord,
     ServerStart,
+    round_name,
 )
 from spectui.core.compare_store import (
     CompareDocument,
@@ -124,6 +126,16 @@ CompareEvent = Annotated[
     Field(discriminator="type"),
 ]
 """Anything the runner reports."""
+
+
+def progress_line(event: CompareEvent, plan: ComparePlan) -> str | None:
+    """The progress line for a server status or a starting run (the CLI and the TUI show it)."""
+    if isinstance(event, ServerStatus):
+        return f"round {event.round} · {plan.label(event.config)}: server {event.state.value}"
+    if isinstance(event, RunStarting):
+        job = event.job
+        return f"{round_name(job)} · {plan.label(job.config)} · {job.prompt}"
+    return None
 
 
 class CompareRunner:

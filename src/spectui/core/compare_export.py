@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 
-from spectui.core.compare_models import RunRecord
+from spectui.core.compare_models import RunRecord, round_name
 from spectui.core.compare_store import CompareDocument
 from spectui.core.report import SummaryRow
 
@@ -241,13 +241,14 @@ def to_markdown(document: CompareDocument) -> str:
         lines += ["", "## Answers that differ from the baseline", ""]
         for r in differing:
             where = r.divergence.short() if r.divergence else ""
-            lines.append(f"- {labels.get(r.config, r.config)}, `{r.prompt}`, {_round(r)}: {where}")
+            label = labels.get(r.config, r.config)
+            lines.append(f"- {label}, `{r.prompt}`, {round_name(r)}: {where}")
     unchecked = [r for r in document.runs if r.check_status not in (None, "passed")]
     if unchecked:
         lines += ["", "## Checker failures", ""]
         for r in unchecked:
             lines.append(
-                f"- {labels.get(r.config, r.config)}, `{r.prompt}`, {_round(r)}: "
+                f"- {labels.get(r.config, r.config)}, `{r.prompt}`, {round_name(r)}: "
                 f"{r.check_status} — {r.check_detail}"
             )
     failed = [r for r in document.runs if not r.ok]
@@ -255,9 +256,5 @@ def to_markdown(document: CompareDocument) -> str:
         lines += ["", "## Failed runs", ""]
         for r in failed:
             label = labels.get(r.config, r.config)
-            lines.append(f"- {label}, `{r.prompt}`, {_round(r)}: {r.error}")
+            lines.append(f"- {label}, `{r.prompt}`, {round_name(r)}: {r.error}")
     return "\n".join(lines) + "\n"
-
-
-def _round(record: RunRecord) -> str:
-    return "warm-up" if record.warmup else f"round {record.round}"

@@ -267,6 +267,11 @@ class RunRecord(BaseModel):
         return None if self.check_status is None else self.check_status == "passed"
 
 
+def round_name(run: CompareJob | RunRecord) -> str:
+    """'warm-up' or 'round 2': which round a planned or finished run belongs to."""
+    return "warm-up" if run.warmup else f"round {run.round}"
+
+
 class ServerStart(BaseModel):
     """One (re)start of the server, and why it was needed."""
 

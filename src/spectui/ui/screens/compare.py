@@ -24,13 +24,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
-from spectui.core.compare import (
-    CompareEvent,
-    CompareFinished,
-    ConfigFailed,
-    RunStarting,
-    ServerStatus,
-)
+from spectui.core.compare import CompareEvent, CompareFinished, ConfigFailed, progress_line
 from spectui.core.compare_export import SUMMARY_COLUMNS, summary_rows
 from spectui.core.compare_models import RunRecord
 from spectui.core.compare_store import CompareDocument
@@ -248,15 +242,12 @@ class CompareScreen(Screen[None]):
         self.document = message.document
         event = message.event
         label = self.document.plan.label
-        if isinstance(event, ServerStatus):
-            self._status(f"round {event.round} · {label(event.config)}: server {event.state.value}")
+        line = progress_line(event, self.document.plan)
+        if line is not None:
+            self._status(line)
         elif isinstance(event, ConfigFailed):
             self._status(f"{label(event.config)} failed: {event.detail}", failed=True)
             self.notify(event.detail, title=f"{label(event.config)} failed", severity="error")
-        elif isinstance(event, RunStarting):
-            job = event.job
-            kind = "warm-up" if job.warmup else f"round {job.round}"
-            self._status(f"{kind} · {label(job.config)} · {job.prompt}")
         elif isinstance(event, CompareFinished):
             self.finished = True
             self._status(f"done · {self.document.restarts}")
