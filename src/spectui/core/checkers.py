@@ -17,8 +17,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from spectui.core.errors import SpectuiError
-
 CheckStatus = Literal["passed", "failed", "error", "timeout"]
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -48,13 +46,6 @@ except BaseException as error:
     print(f"{type(error).__name__}: {error}{suffix}", file=sys.stderr)
     sys.exit(2)
 """
-
-
-class CheckerError(SpectuiError):
-    """A checker that cannot be used at all (bad regex, a snippet that does not compile)."""
-
-    title = "Checker problem"
-    exit_code = 2
 
 
 class CheckResult(BaseModel):

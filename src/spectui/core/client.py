@@ -106,11 +106,6 @@ class ServerClient:
         key = "set" if self._api_key else "none"
         return f"ServerClient({self.base_url!r}, api_key={key})"
 
-    @property
-    def has_api_key(self) -> bool:
-        """Whether requests carry an API key."""
-        return self._api_key is not None
-
     async def aclose(self) -> None:
         """Close the connection pool."""
         await self.http.aclose()

@@ -70,7 +70,7 @@ class CompareSetup:
             extra_args=tuple(self.server.extra_args),
         )
         config.argv(self.caps, port=config.port or 0)  # bad extra args fail now, not at launch
-        return LiveEngine(ManagedServer(config, self.caps), binary=self.binary, caps=self.caps)
+        return LiveEngine(ManagedServer(config, self.caps), caps=self.caps)
 
 
 def prepare(

@@ -17,7 +17,7 @@ from pydantic import SecretStr
 
 from spectui.config import Settings
 from spectui.core.attach import AttachedServer, attach
-from spectui.core.binary import BinaryChoice, Capabilities, find_llama_server, probe_capabilities
+from spectui.core.binary import Capabilities, find_llama_server, probe_capabilities
 from spectui.core.client import ServerClient
 from spectui.core.engine import ServerInfo
 from spectui.core.errors import ModelError, SpecConfigError, SpectuiError
@@ -87,7 +87,7 @@ def build_engine(settings: Settings) -> LiveEngine:
         extra_args=tuple(settings.server_args),
     )
     config.argv(caps, port=config.port or 0)  # rejects bad extra args now, not at launch
-    return LiveEngine(ManagedServer(config, caps), binary=binary, caps=caps)
+    return LiveEngine(ManagedServer(config, caps), caps=caps)
 
 
 class LiveEngine:
@@ -97,13 +97,11 @@ class LiveEngine:
         self,
         server: ManagedServer | None,
         *,
-        binary: BinaryChoice | None = None,
         caps: Capabilities | None = None,
         url: str | None = None,
         api_key: SecretStr | None = None,
     ) -> None:
         self._server = server
-        self._binary = binary
         self._caps = caps
         self._attach_url = url
         self._api_key = api_key

@@ -144,7 +144,6 @@ class SessionWriter:
         self._file: IO[str] | None = None
         self.problem: str | None = None
         """Why recording stopped early, or None."""
-        self.events_written = 0
 
     @classmethod
     def open(
@@ -173,7 +172,6 @@ class SessionWriter:
         """Append one event (a no-op once closed or failed)."""
         if self._file is not None:
             self._line(engine_event_adapter.dump_json(event).decode())
-            self.events_written += 1
 
     def _line(self, text: str) -> None:
         assert self._file is not None
