@@ -25,6 +25,7 @@ from spectui.core.errors import AuthError, StreamError
 from spectui.core.events import (
     EngineEvent,
     ErrorEvent,
+    MemoryEvent,
     MetricsEvent,
     PromptProgressEvent,
     SummaryEvent,
@@ -195,7 +196,7 @@ class StreamRun:
     async def _read(self) -> None:
         put = self._queue.put_nowait
         try:
-            self._sample_memory(put, force=True)
+            self._sample_memory(put)
             await self._stream(put)
         except asyncio.CancelledError:
             if not self._cancel_requested:
@@ -247,27 +248,35 @@ class StreamRun:
                     now = self._now()
                     for event in self.processor.feed(sse.data, now):
                         put(event)
-                    self._sample_memory(put)
+                    await self._sample_memory_due(put)
                     if now - last_metrics >= self._metrics_interval:
                         last_metrics = now
                         put(MetricsEvent(t=now, snapshot=self.processor.tracker.snapshot(now)))
 
-    def _sample_memory(
-        self, put: Callable[[EngineEvent | object], None], *, force: bool = False
-    ) -> None:
-        if self._memory is None:
-            return
+    def _sample_memory(self, put: Callable[[EngineEvent | object], None]) -> None:
+        """A run's first and last sample, taken at once."""
+        if self._memory is not None:
+            now = self._now()
+            self._record_memory(put, now, self._memory.sample(now))
+
+    async def _sample_memory_due(self, put: Callable[[EngineEvent | object], None]) -> None:
+        """The periodic sample, in a thread: psutil walks /proc to find the process tree, which
+        would stall the event loop (and the UI on it) twice a second."""
         now = self._now()
-        if not force and now - self._last_memory_t < self._memory_interval:
+        if self._memory is None or now - self._last_memory_t < self._memory_interval:
             return
+        self._record_memory(put, now, await asyncio.to_thread(self._memory.sample, now))
+
+    def _record_memory(
+        self, put: Callable[[EngineEvent | object], None], now: float, sample: MemoryEvent | None
+    ) -> None:
         self._last_memory_t = now
-        sample = self._memory.sample(now)
         if sample is not None:
             self.processor.tracker.on_memory(sample)
             put(sample)
 
     def _finish(self, put: Callable[[EngineEvent | object], None], reason: str | None) -> None:
-        self._sample_memory(put, force=True)
+        self._sample_memory(put)
         put(self.processor.summary(self._now(), reason))
 
     def _fail(self, put: Callable[[EngineEvent | object], None], message: str, kind: str) -> None:
