@@ -21,7 +21,7 @@ PROMPT = ["--prompt", "def add(a, b):\n    return a + b\n"]
 
 
 def spectui(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 180
+    *args: str, env: dict[str, str] | None = None, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "spectui.cli", *args],
