@@ -267,7 +267,9 @@ class LiveEngine:
             if self._client is not None:
                 await self._client.aclose()
             api_key = self._server.config.api_key if self._server is not None else None
-            self._client = ServerClient(url, api_key)
+            # An adopted server whose key sat on its command line, not in its environment,
+            # still wants the key the user attached with.
+            self._client = ServerClient(url, api_key or self._api_key)
 
     async def _attach(self) -> AsyncIterator[EngineEvent]:
         detail = f"connecting to {self._attach_url}"
