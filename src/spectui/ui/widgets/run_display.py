@@ -33,9 +33,12 @@ class RunDisplay:
         self.answer = answer
         self.metrics = metrics
         self.charts = charts
+        self._failure = "failed"
+        """How the answer pane words the run's failure: the kind of error, once one came."""
 
     def begin(self, prompt_label: str, spec_label: str) -> None:
         """A new run: the current one becomes 'previous', the panes clear."""
+        self._failure = "failed"
         self.metrics.begin(RunRecord(spec_label, prompt_label, metrics=RunMetrics()))
         self.answer.begin(f"{prompt_label} · {spec_label}")
         if self.charts is not None:
@@ -62,15 +65,16 @@ class RunDisplay:
         """The final numbers; an 'error' summary also comes with an ErrorEvent (see `failed`)."""
         reason = STOP_REASONS.get(summary.stop_reason) or summary.stop_reason or "done"
         self.metrics.finish(reason, summary.metrics)
-        ending = "failed" if reason == "failed" else f"done · {reason}"
+        ending = self._failure if reason == "failed" else f"done · {reason}"
         self.answer.finish(f"{ending} · {summary.metrics.tokens} tokens")
         if self.charts is not None:
             self.charts.add_metrics(summary.metrics)
             self.charts.replot()
 
     def failed(self, error: ErrorEvent) -> None:
+        self._failure = f"failed · {error.kind}"  # kept when the summary follows
         self.metrics.finish("failed")
-        self.answer.finish(f"failed · {error.kind}")
+        self.answer.finish(self._failure)
         self._replot()
 
     def stopped(self, status: str) -> None:
