@@ -229,9 +229,15 @@ class StreamRun:
     async def _stream(self, put: Callable[[EngineEvent | object], None]) -> None:
         timeout = httpx.Timeout(connect=10.0, read=None, write=10.0, pool=10.0)
         stall = self._request.stall_timeout_s
+        # Moving the watchdog costs a timer handle; per chunk that was a fifth of the pipeline.
+        # It moves at most every `slack` seconds, to `slack` past the stall limit, so it never
+        # fires before `stall` seconds of silence and at most `slack` after.
+        slack = min(1.0, stall / 4)
         loop = asyncio.get_running_loop()
         last_metrics = -math.inf
-        async with asyncio.timeout(stall) as watchdog:
+        moved = loop.time()
+        mem_interval = self._memory_interval
+        async with asyncio.timeout(stall + slack) as watchdog:
             async with aconnect_sse(
                 self._http, "POST", self._url, json=self._request.payload(), timeout=timeout
             ) as source:
@@ -240,7 +246,9 @@ class StreamRun:
                     body = (await response.aread()).decode(errors="replace")
                     raise _http_error(response.status_code, body)
                 async for sse in source.aiter_sse():
-                    watchdog.reschedule(loop.time() + stall)
+                    if (arrived := loop.time()) - moved >= slack:
+                        watchdog.reschedule(arrived + stall + slack)
+                        moved = arrived
                     if sse.data == "[DONE]":
                         break
                     if sse.event == "error":
@@ -248,7 +256,8 @@ class StreamRun:
                     now = self._now()
                     for event in self.processor.feed(sse.data, now):
                         put(event)
-                    await self._sample_memory_due(put)
+                    if self._memory is not None and now - self._last_memory_t >= mem_interval:
+                        await self._sample_memory_due(put)  # (a coroutine only when due)
                     if now - last_metrics >= self._metrics_interval:
                         last_metrics = now
                         put(MetricsEvent(t=now, snapshot=self.processor.tracker.snapshot(now)))
