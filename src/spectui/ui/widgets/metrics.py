@@ -7,10 +7,12 @@ from the wall clock here.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from time import monotonic
 from typing import ClassVar
 
 from rich.table import Table
 from rich.text import Text
+from textual.timer import Timer
 from textual.widget import Widget
 
 from spectui.core.events import MemoryEvent, RunMetrics
@@ -77,6 +79,10 @@ def _rows(
 LABEL_WIDTH = 11
 """Wide enough for every label below; at 80 columns the values get 12 characters each."""
 
+REDRAW_INTERVAL_S = 0.25
+"""Snapshots and memory samples redraw the table at most this often: a redraw costs ~5 ms, and
+numbers changing faster than 4 Hz cannot be read anyway. A run's start and end redraw at once."""
+
 
 class MetricsPane(Widget):
     """A three-column table: metric, this run, previous run."""
@@ -93,6 +99,8 @@ class MetricsPane(Widget):
         self.current: RunRecord | None = None
         self.previous: RunRecord | None = None
         self.memory: MemoryEvent | None = None
+        self._last_redraw = 0.0
+        self._redraw_timer: Timer | None = None
 
     def begin(self, record: RunRecord) -> None:
         """A new run: the current one (if any) becomes the previous one."""
@@ -104,10 +112,25 @@ class MetricsPane(Widget):
     def update_metrics(self, metrics: RunMetrics) -> None:
         if self.current is not None:
             self.current = self.current.with_metrics(metrics)
-            self.refresh()
+            self._redraw_soon()
 
     def update_memory(self, memory: MemoryEvent) -> None:
         self.memory = memory
+        self._redraw_soon()
+
+    def _redraw_soon(self) -> None:
+        """Redraw now, or once `REDRAW_INTERVAL_S` has passed since the last redraw."""
+        if self._redraw_timer is not None:
+            return  # the redraw already scheduled will show the newest numbers
+        wait = self._last_redraw + REDRAW_INTERVAL_S - monotonic()
+        if wait <= 0:
+            self._redraw()
+        else:
+            self._redraw_timer = self.set_timer(wait, self._redraw)
+
+    def _redraw(self) -> None:
+        self._redraw_timer = None
+        self._last_redraw = monotonic()
         self.refresh()
 
     def finish(self, status: str, metrics: RunMetrics | None = None) -> None:
