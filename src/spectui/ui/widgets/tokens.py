@@ -223,6 +223,7 @@ class TokenView(ScrollView, can_focus=True):
             return
         follow = self.scroll_y >= self.max_scroll_y - 1  # unless the user scrolled up to read
         was_empty = not self.model.tokens
+        lines_before = len(self.wrapped.lines) if self._wrapped is not None else -1
         if self.model.extend(events) or was_empty:
             self._invalidate()
         else:
@@ -233,7 +234,12 @@ class TokenView(ScrollView, can_focus=True):
             self.wrapped.append(text)
             self._strips.pop(len(self.wrapped.lines) - 1, None)
         self._sync_size()
-        self.refresh()
+        if self._wrapped is not None and len(self._wrapped.lines) == lines_before:
+            # Only the open line grew (most batches at a few hundred tokens/s): repaint that
+            # line, not the whole view.
+            self.refresh_line(lines_before)
+        else:
+            self.refresh()
         if follow:
             # force: the scrollbar that allows scrolling appears only after the next layout.
             self.scroll_end(animate=False, force=True)
