@@ -11,7 +11,7 @@ LLAMA_CMAKE_ARGS ?= -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DGGML_NA
 	-DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 LLAMA_CPP_BUILD_JOBS ?= 2
 
-.PHONY: setup demo test check lint clean
+.PHONY: setup demo test check lint clean bench
 
 setup: $(VENV)/.spectui-installed
 
@@ -29,6 +29,9 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest
+
+bench: setup
+	cd bench && $(abspath $(PY)) run_all.py
 
 check: setup
 	$(VENV)/bin/ruff check src tests

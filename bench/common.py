@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,3 +36,12 @@ def write_result(name: str, result: dict[str, Any]) -> Path:
     record = {"benchmark": name, "when": time.strftime("%Y-%m-%d %H:%M:%S"), **result}
     path.write_text(json.dumps(record, indent=2) + "\n")
     return path
+
+
+async def until(check: Callable[[], bool], *, every: float = 0.02, give_up_s: float = 600) -> None:
+    """Poll ``check`` until it holds (a benchmark's own hang guard: raises after ``give_up_s``)."""
+    deadline = time.monotonic() + give_up_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise RuntimeError("the app never got there")
+        await asyncio.sleep(every)

@@ -1,0 +1,109 @@
+"""Run every benchmark, each in a process of its own, then print one table of figures vs goals.
+
+    python bench/run_all.py [--quick]      (or: make bench)
+
+Results go to bench/results/NAME.json. Figures are noisy on a shared machine: run it when the
+machine is quiet (`uptime`), and compare ratios measured within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from common import RESULTS
+
+HERE = Path(__file__).resolve().parent
+
+# (script and arguments, arguments with --quick)
+BENCHMARKS: list[tuple[list[str], list[str]]] = [
+    (["pipeline.py"], []),
+    (["tui.py", "lag"], []),
+    (["tui.py", "memory"], []),
+    (["startup.py"], ["--reps", "3"]),
+    (["switch.py"], ["--reps", "3"]),
+    (["overhead.py"], ["--rounds", "3"]),
+    (["overhead.py", "--pin"], ["--rounds", "3"]),
+]
+
+
+def load(name: str) -> dict[str, Any]:
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def ok(met: object) -> str:
+    return "met" if met else "NOT met"
+
+
+def table() -> list[str]:
+    rows: list[tuple[str, str, str, str]] = []
+    p = load("pipeline")
+    if p:
+        rows.append(
+            (
+                "pipeline (SSE+parse+attribution+metrics)",
+                f"{p['tokens_per_second']:,.0f} tok/s",
+                ">= 100,000 tok/s",
+                ok(p["met"]),
+            )
+        )
+        core, run = p["core_tokens_per_second"], p["stream_run_tokens_per_second"]
+        rows.append(("  ChunkProcessor alone", f"{core:,.0f} tok/s", "", ""))
+        rows.append(("  whole StreamRun", f"{run:,.0f} tok/s", "", ""))
+    t = load("tui_lag_cpu")
+    if t:
+        lag = f"p50 {t['lag_p50_ms']:.0f} / p95 {t['lag_p95_ms']:.0f} / max {t['lag_max_ms']:.0f}"
+        rows.append(("TUI lag at 5,000 tok/s (ms)", lag, "<= 100 ms (p95)", ok(t["lag_met"])))
+        cpu = f"{100 * t['cpu_fraction']:.0f}% of a core"
+        rows.append(("TUI CPU at 5,000 tok/s", cpu, "<= 50%", ok(t["cpu_met"])))
+    m = load("memory")
+    if m:
+        growth = f"{m['peak_growth_mb']:.1f} MB"
+        rows.append(("RSS growth, 100,000 tokens", growth, "<= 50 MB", ok(m["met"])))
+    s = load("switch")
+    if s:
+        rest = f"{s['overhead_s']:.3f} s (load {s['load_s']:.3f} s)"
+        rows.append(("spec switch minus model load", rest, "<= 0.5 s", ok(s["met"])))
+    u = load("startup")
+    if u:
+        first = f"{u['first_frame_s']:.3f} s"
+        rows.append(("start-up to first frame", first, "<= 1 s", ok(u["met"])))
+    for name, label in (("overhead", "all cores"), ("overhead-pinned", "server on its own core")):
+        o = load(name)
+        if o:
+            ratios = f"stream {o['stream_ratio']:.3f}, TUI {o['tui_ratio']:.3f}"
+            rows.append((f"overhead ({label})", ratios, ">= 0.98", ok(o["met"])))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--table", action="store_true", help="only print the table of results")
+    args = parser.parse_args()
+    failed = []
+    if not args.table:
+        print(f"load average: {os.getloadavg()}")
+        for script, quick in BENCHMARKS:
+            argv = [sys.executable, str(HERE / script[0]), *script[1:]]
+            if args.quick:
+                argv += quick
+            print(f"== {' '.join(script)}", flush=True)
+            if subprocess.run(argv, cwd=HERE).returncode != 0:
+                failed.append(" ".join(script))
+    print()
+    print("\n".join(table()))
+    if failed:
+        print(f"failed to run: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
