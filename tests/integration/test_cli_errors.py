@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from .fakes import serve
+from .outside import outside_server
 
 pytestmark = pytest.mark.server
 
@@ -153,47 +154,21 @@ def test_stalled_stream_jsonl_ends_with_error_line() -> None:
 
 
 def test_api_key_required_and_never_printed(llama_binary: Path, gemma_model: Path) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc = subprocess.Popen(
-        [
-            str(llama_binary),
-            "-m",
-            str(gemma_model),
-            "--port",
-            str(port),
-            "--ctx-size",
-            "512",
-            "--api-key",
-            "sekrit-123",
-            "--no-warmup",
-        ],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}"
+    key = ("--api-key", "sekrit-123")
+    with outside_server(llama_binary, gemma_model, *key) as (url, _):
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            probe_result = spectui(
-                "stream", "--url", url, "--api-key", "sekrit-123", *PROMPT, "--n-predict", "4"
-            )
-            if probe_result.returncode == 0:
+            probe = spectui("stream", "--url", url, *key, *PROMPT, "--n-predict", "4")
+            if probe.returncode == 0:
                 break
             time.sleep(0.5)
-        assert probe_result.returncode == 0, probe_result.stderr
+        assert probe.returncode == 0, probe.stderr
         no_key = one_clear_line(spectui("stream", "--url", url, *PROMPT))
         assert "--api-key" in no_key
         wrong = spectui("stream", "--url", url, "--api-key", "wrong-key-456", *PROMPT)
         line = one_clear_line(wrong)
         assert "wrong-key-456" not in wrong.stderr + wrong.stdout
         assert "api" in line.lower()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_sigterm_mid_stream_stops_the_server(gemma_model: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,40 +12,18 @@ import pytest
 from spectui.core.events import ServerState, ServerStateEvent, SummaryEvent
 from spectui.core.prompts import builtin_prompt
 from spectui.core.request import GenerationRequest
-from spectui.core.server import free_port
 from spectui.core.session import LiveEngine
 from spectui.core.specconfig import SpecConfig
+
+from .outside import outside_server
 
 pytestmark = pytest.mark.server
 
 
 @pytest.fixture
-def outside_server(llama_binary: Path, gemma_model: Path) -> Iterator[tuple[str, int]]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            str(llama_binary),
-            "-m",
-            str(gemma_model),
-            "--port",
-            str(port),
-            "--ctx-size",
-            "1024",
-            "--metrics",
-            "--slots",
-            "--no-warmup",
-        ],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        yield f"http://127.0.0.1:{port}", proc.pid
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-        proc.wait(timeout=15)
+def outside(llama_binary: Path, gemma_model: Path) -> Iterator[tuple[str, int]]:
+    with outside_server(llama_binary, gemma_model, "--metrics", "--slots") as server:
+        yield server
 
 
 async def ready(engine_states: list[object]) -> None:
@@ -55,8 +32,8 @@ async def ready(engine_states: list[object]) -> None:
     assert last.state is ServerState.READY, last.detail
 
 
-async def test_attach_run_then_adopt(outside_server: tuple[str, int]) -> None:
-    url, pid = outside_server
+async def test_attach_run_then_adopt(outside: tuple[str, int]) -> None:
+    url, pid = outside
     engine = LiveEngine.attached(url)
     try:
         # The outside server may still be loading: retry the attach until it is ready.

@@ -36,6 +36,7 @@ from spectui.ui.screens.main import MainScreen
 from spectui.ui.screens.spec_picker import SpecPickerScreen
 
 from .fakes import serve
+from .outside import launched_servers
 from .test_stream_real import CODE_PROMPT, smollm_model  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.server
@@ -121,14 +122,7 @@ OUTSIDE: set[int] = set()
 
 def servers_of_this_process() -> list[psutil.Process]:
     """Running llama-servers spectui launched from this process."""
-    found = []
-    for proc in psutil.Process().children(recursive=True):
-        with contextlib.suppress(psutil.Error):
-            if proc.pid in OUTSIDE:
-                continue
-            if proc.name() == "llama-server" and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(proc)
-    return found
+    return launched_servers(exclude=OUTSIDE)
 
 
 # -- the server fails ---------------------------------------------------------------------------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import subprocess
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -17,8 +16,10 @@ from spectui.core.attach import attach
 from spectui.core.binary import Capabilities
 from spectui.core.errors import BinaryNotFoundError, ServerStartError, SpecConfigError
 from spectui.core.events import ServerState, ServerStateEvent
-from spectui.core.server import LaunchConfig, ManagedServer, free_port, port_is_free
+from spectui.core.server import LaunchConfig, ManagedServer, port_is_free
 from spectui.core.specconfig import SpecConfig
+
+from .outside import launched_servers, outside_server
 
 pytestmark = pytest.mark.server
 
@@ -37,14 +38,7 @@ async def drain(events: AsyncIterator[ServerStateEvent]) -> list[ServerStateEven
 
 def running_servers() -> list[psutil.Process]:
     """llama-server processes this test process started that still run."""
-    found = []
-    for proc in psutil.Process().children(recursive=True):
-        try:
-            if proc.name() == "llama-server" and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(proc)
-        except psutil.NoSuchProcess:
-            continue
-    return found
+    return launched_servers()
 
 
 def gone(pid: int) -> bool:
@@ -198,25 +192,8 @@ async def test_removed_flag_in_extra_args_is_refused(make_server: MakeServer) ->
 @pytest.fixture
 def external_server(llama_binary: Path, gemma_model: Path) -> Iterator[tuple[str, int]]:
     """A llama-server started outside spectui: (url, pid)."""
-    port = free_port()
-    argv = [str(llama_binary), "-m", str(gemma_model), "--port", str(port), "--ctx-size", "512"]
-    proc = subprocess.Popen(
-        [*argv, "--metrics", *FAST],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        yield f"http://127.0.0.1:{port}", proc.pid
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with outside_server(llama_binary, gemma_model, "--metrics") as server:
+        yield server
 
 
 async def wait_ready(url: str) -> None:

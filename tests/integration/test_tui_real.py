@@ -25,6 +25,8 @@ from spectui.ui.screens.main import MainScreen
 from spectui.ui.screens.spec_picker import SpecPickerScreen
 from spectui.ui.widgets.tokens import TokenView
 
+from .outside import launched_servers
+
 pytestmark = pytest.mark.server
 
 SIZE = (120, 40)
@@ -32,14 +34,7 @@ SIZE = (120, 40)
 
 def my_servers() -> list[psutil.Process]:
     """llama-server processes started by this test process (not other users' servers)."""
-    found = []
-    for proc in psutil.Process().children(recursive=True):
-        try:
-            if proc.name() == "llama-server" and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(proc)
-        except psutil.NoSuchProcess:
-            continue
-    return found
+    return launched_servers()
 
 
 async def until(

@@ -1,0 +1,54 @@
+"""Real llama-servers the tests start themselves (not spectui), and counting spectui's servers."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Collection, Iterator
+from pathlib import Path
+
+import psutil
+
+from spectui.core.server import free_port
+
+FAST = ("--no-warmup",)
+"""The tests need a server, not a fast one: skip the warm-up run."""
+
+
+def launched_servers(exclude: Collection[int] = ()) -> list[psutil.Process]:
+    """Running llama-servers among this test process's descendants (minus ``exclude``)."""
+    found = []
+    for proc in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if proc.pid in exclude:
+                continue
+            if proc.name() == "llama-server" and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+    return found
+
+
+@contextlib.contextmanager
+def outside_server(
+    binary: Path, model: Path, *args: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[str, int]]:
+    """A llama-server started outside spectui on a free port: yields (url, pid); always reaped."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(binary), "-m", str(model), "--port", str(port), "--ctx-size", "1024", *args, *FAST],
+        env={**os.environ, **(env or {})},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        yield f"http://127.0.0.1:{port}", proc.pid
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
