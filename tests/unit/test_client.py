@@ -202,3 +202,20 @@ async def test_http_is_shared_and_closed() -> None:
     assert str(client.http.base_url) == URL
     await client.aclose()
     assert client.http.is_closed
+
+
+async def test_credentials_in_the_url_never_reach_a_message() -> None:
+    from spectui.core.client import ServerClient
+
+    client = ServerClient("http://user:hunter2@127.0.0.1:9/?token=abc")
+    try:
+        await client.probe()
+    except Exception as error:
+        message = str(error)
+    else:  # pragma: no cover - nothing listens on port 9
+        raise AssertionError("probe should fail")
+    finally:
+        await client.aclose()
+    assert "127.0.0.1:9" in message
+    assert "hunter2" not in message and "abc" not in message and "user" not in message
+    assert "hunter2" not in repr(client)

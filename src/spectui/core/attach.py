@@ -155,7 +155,8 @@ class AttachedServer:
         """
         if self.cmdline is None or self.exe is None:
             raise ServerConnectionError(
-                f"the process behind {self.url} is not visible from here, so it cannot be adopted"
+                f"the process behind {self.client.shown_url} is not visible from here, "
+                "so it cannot be adopted"
             )
         return [str(self.exe), *replace_spec_args(self.cmdline[1:], spec, caps)]
 
@@ -199,7 +200,8 @@ class AttachedServer:
         """
         if self.exe is None or self.pid is None:
             raise ServerConnectionError(
-                f"the process behind {self.url} is not visible from here, so it cannot be adopted"
+                f"the process behind {self.client.shown_url} is not visible from here, "
+                "so it cannot be adopted"
             )
         if caps is None:
             caps = await asyncio.to_thread(probe_capabilities, self.exe)

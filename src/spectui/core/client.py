@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from pydantic import BaseModel, ConfigDict, SecretStr, TypeAdapter, ValidationError
@@ -64,6 +65,18 @@ class HealthStatus(BaseModel):
         return self.state is HealthState.OK
 
 
+def safe_url(url: str) -> str:
+    """``url`` without user:password and without a query (either may hold a credential)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "***"
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
 def normalize_url(url: str) -> str:
     """``host:port`` or ``http://host:port/`` -> ``http://host:port`` (no trailing slash)."""
     url = url.strip()
@@ -93,6 +106,8 @@ class ServerClient:
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
     ) -> None:
         self.base_url = normalize_url(base_url)
+        self.shown_url = safe_url(self.base_url)
+        """The URL as messages and screens show it (credentials in it removed)."""
         if isinstance(api_key, str):
             api_key = SecretStr(api_key)
         self._api_key = api_key if api_key and api_key.get_secret_value() else None
@@ -104,7 +119,7 @@ class ServerClient:
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "none"
-        return f"ServerClient({self.base_url!r}, api_key={key})"
+        return f"ServerClient({self.shown_url!r}, api_key={key})"
 
     async def aclose(self) -> None:
         """Close the connection pool."""
@@ -122,19 +137,19 @@ class ServerClient:
             return await self.http.get(path)
         except httpx.ConnectError as exc:
             raise ServerConnectionError(
-                f"Cannot connect to {self.base_url}: {_reason(exc)}"
+                f"Cannot connect to {self.shown_url}: {_reason(exc)}"
             ) from exc
         except httpx.TimeoutException as exc:
-            raise ServerConnectionError(f"{self.base_url} did not answer in time") from exc
+            raise ServerConnectionError(f"{self.shown_url} did not answer in time") from exc
         except httpx.HTTPError as exc:
             raise ServerConnectionError(
-                f"Request to {self.base_url} failed: {_reason(exc)}"
+                f"Request to {self.shown_url} failed: {_reason(exc)}"
             ) from exc
 
     def _auth_error(self) -> AuthError:
         if self._api_key is None:
-            return AuthError(f"The server at {self.base_url} needs an API key: {KEY_HINT}")
-        return AuthError(f"The server at {self.base_url} rejected the API key; {KEY_HINT}")
+            return AuthError(f"The server at {self.shown_url} needs an API key: {KEY_HINT}")
+        return AuthError(f"The server at {self.shown_url} rejected the API key; {KEY_HINT}")
 
     def _check_auth(self, response: httpx.Response) -> None:
         if response.status_code == 401:
@@ -184,7 +199,7 @@ class ServerClient:
     def _raise_for_status(self, response: httpx.Response, path: str) -> None:
         if response.is_success:
             return
-        raise ServerConnectionError(f"{self.base_url}{path} answered: {_error_message(response)}")
+        raise ServerConnectionError(f"{self.shown_url}{path} answered: {_error_message(response)}")
 
     async def probe(self) -> Props:
         """Check the URL is a ready llama-server this client may use; returns its /props.
@@ -195,7 +210,7 @@ class ServerClient:
         health = await self._get("/health")
         if health.status_code == 503 and "loading" in _error_message(health).lower():
             raise ServerConnectionError(
-                f"{self.base_url} is still loading its model; try again in a moment"
+                f"{self.shown_url} is still loading its model; try again in a moment"
             )
         if health.status_code == 401:
             # /health is public on llama-server; an auth wall in front of it is something else.
@@ -212,7 +227,7 @@ class ServerClient:
         return Props.model_validate(body)
 
     def _not_llama_server(self) -> ServerConnectionError:
-        return ServerConnectionError(f"{self.base_url} answers but is not a llama-server")
+        return ServerConnectionError(f"{self.shown_url} answers but is not a llama-server")
 
 
 def _reason(exc: httpx.HTTPError) -> str:

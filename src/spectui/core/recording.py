@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from spectui.config import Settings
+from spectui.core.client import safe_url
 from spectui.core.engine import Engine, ServerInfo
 from spectui.core.events import EngineEvent
 from spectui.core.prompts import BUILTIN_PROMPTS
@@ -24,7 +25,6 @@ from spectui.core.sessionfile import (
     SessionServer,
     SessionWriter,
     redact_flags,
-    safe_url,
 )
 from spectui.core.specconfig import SpecConfig
 

@@ -18,7 +18,7 @@ from pydantic import SecretStr
 from spectui.config import Settings
 from spectui.core.attach import AttachedServer, attach
 from spectui.core.binary import Capabilities, find_llama_server, probe_capabilities
-from spectui.core.client import ServerClient
+from spectui.core.client import ServerClient, safe_url
 from spectui.core.engine import ServerInfo
 from spectui.core.errors import ModelError, SpecConfigError, SpectuiError
 from spectui.core.events import EngineEvent, ErrorEvent, ServerState, ServerStateEvent
@@ -136,7 +136,7 @@ class LiveEngine:
         attached = self._attached
         return ServerInfo(
             mode="attached",
-            url=attached.url if attached else str(self._attach_url),
+            url=attached.client.shown_url if attached else safe_url(str(self._attach_url)),
             binary=attached.exe if attached else None,
             version=self._caps.version if self._caps else None,
             model=self._model,
@@ -272,7 +272,7 @@ class LiveEngine:
             self._client = ServerClient(url, api_key or self._api_key)
 
     async def _attach(self) -> AsyncIterator[EngineEvent]:
-        detail = f"connecting to {self._attach_url}"
+        detail = f"connecting to {safe_url(str(self._attach_url))}"
         yield ServerStateEvent(state=ServerState.STARTING, detail=detail)
         try:
             attached = await attach(str(self._attach_url), self._api_key)
@@ -285,7 +285,8 @@ class LiveEngine:
         if attached.exe is not None:
             with contextlib.suppress(SpectuiError):
                 self._caps = await asyncio.to_thread(probe_capabilities, attached.exe)
-        yield ServerStateEvent(state=ServerState.READY, detail=f"attached to {attached.url}")
+        shown = attached.client.shown_url
+        yield ServerStateEvent(state=ServerState.READY, detail=f"attached to {shown}")
 
     async def run(self, request: GenerationRequest) -> AsyncIterator[EngineEvent]:
         """Stream one generation; ends with READY, or FAILED when the server died under it."""

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -117,18 +116,6 @@ def redact_flags(flags: Iterable[str]) -> list[str]:
             continue
         out.append(flag)
     return out
-
-
-def safe_url(url: str) -> str:
-    """``url`` without user:password and without a query (either may hold a credential)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return REDACTED
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 class SessionWriter:

@@ -21,6 +21,7 @@ from httpx_sse import aconnect_sse
 from pydantic import ValidationError
 
 from spectui.core.attribution import Attributor, ChunkCounters
+from spectui.core.client import safe_url
 from spectui.core.errors import AuthError, StreamError
 from spectui.core.events import (
     EngineEvent,
@@ -213,7 +214,11 @@ class StreamRun:
         except StreamError as error:
             self._fail(put, str(error), "http")
         except httpx.ConnectError:
-            self._fail(put, f"cannot connect to {self._url} (is the server running?)", "connection")
+            self._fail(
+                put,
+                f"cannot connect to {safe_url(self._url)} (is the server running?)",
+                "connection",
+            )
         except httpx.TransportError as error:
             self._fail(
                 put,
