@@ -19,6 +19,7 @@ from spectui.core.events import ErrorEvent, ServerState, ServerStateEvent, Token
 from spectui.core.request import GenerationRequest
 from spectui.core.session import build_engine
 
+from .outside import launched_servers
 from .test_cli_errors import one_clear_line, spectui
 
 pytestmark = pytest.mark.server
@@ -156,3 +157,23 @@ def test_draft_model_with_another_vocabulary(gemma_model: Path, smollm_model: Pa
     line = one_clear_line(result)
     # The server's own words about the mismatch reach the user.
     assert "vocab" in line.lower() or "draft" in line.lower(), line
+
+
+@pytest.mark.parametrize("output", ["text", "jsonl"])
+def test_reader_going_away_ends_the_run_quietly(gemma_model: Path, output: str) -> None:
+    """`spectui stream | head -n 1`: the pipe closes mid-run; spectui stops generating, says
+    nothing and exits 141 like `cat` would, and its server is gone."""
+    argv = [sys.executable, "-m", "spectui.cli", "stream", "--model", str(gemma_model)]
+    argv += ["--prompt", CODE_PROMPT, "--n-predict", "2000", "--format", output]
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        first = proc.stdout.read(1)  # the first token (or record) arrived...
+        proc.stdout.close()  # ...and the reader goes away, as `head` does
+        status = proc.wait(timeout=120)
+        stderr = proc.stderr.read().decode()
+    assert first
+    assert status == 141, stderr
+    assert stderr.strip() == "", stderr  # no error, no traceback, no crash report
+    assert launched_servers() == []

@@ -7,10 +7,11 @@ import asyncio
 import json
 import os
 import sys
-from typing import TextIO
+from collections.abc import AsyncIterator
 
 from spectui.commands.common import PromptError, prompt_from_args, request_from
 from spectui.commands.lifecycle import run_guarded
+from spectui.commands.output import EXIT_PIPE_CLOSED, OutputClosed, ThrottledOutput
 from spectui.config import Settings
 from spectui.core.events import (
     EngineEvent,
@@ -33,7 +34,7 @@ _RESET = "\x1b[0m"
 class TextWriter:
     """Tokens as they arrive; drafted spans coloured, or wrapped in [ ] without colour."""
 
-    def __init__(self, out: TextIO, *, colour: bool) -> None:
+    def __init__(self, out: ThrottledOutput, *, colour: bool) -> None:
         self.out = out
         self.colour = colour
         self._in_draft = False
@@ -46,7 +47,6 @@ class TextWriter:
             self.out.write(self._open() if drafted else self._close())
             self._in_draft = drafted
         self.out.write(token.text)
-        self.out.flush()
 
     def _open(self) -> str:
         return _DRAFT_STYLE if self.colour else "["
@@ -105,9 +105,8 @@ def summary_line(m: RunMetrics) -> str:
     return " · ".join(parts)
 
 
-def _emit_json(record: dict[str, object]) -> None:
-    sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
+def _emit_json(out: ThrottledOutput, record: dict[str, object]) -> None:
+    out.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 def _json_record(event: EngineEvent) -> dict[str, object] | None:
@@ -144,41 +143,66 @@ async def _stream(settings: Settings, args: argparse.Namespace) -> int:
     request = request_from(settings, prompt, builtin_n, explicit_n=args.n_predict is not None)
     as_json = args.format == "jsonl"
     colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    writer = TextWriter(sys.stdout, colour=colour)
+    out = ThrottledOutput(sys.stdout)
+    writer = TextWriter(out, colour=colour)
     engine = recorder_for(build_engine(settings), settings, getattr(args, "record", None))
 
     async def body() -> int:
         async for event in engine.start():
             if isinstance(event, ServerStateEvent) and event.state is ServerState.FAILED:
-                return _fail(event.detail, as_json, exit_code=1)
-        failed = False
-        async for event in engine.run(request):
-            if as_json:
-                record = _json_record(event)
-                if record is not None:
-                    _emit_json(record)
-            elif isinstance(event, TokenEvent):
-                writer.token(event)
-            if isinstance(event, ErrorEvent):
-                failed = True
-                if not as_json:
-                    writer.finish()
-                    print(f"spectui: {event.message}", file=sys.stderr)
-            elif isinstance(event, SummaryEvent) and not as_json:
-                if not failed:
-                    writer.finish()
-                print(summary_line(event.metrics), file=sys.stderr)
+                return _fail(out, event.detail, as_json, exit_code=1)
+        events = engine.run(request)
+        try:
+            failed = await _print_run(events, out, None if as_json else writer)
+        finally:
+            # An early way out (the pipe closed) must end the run now, not when it is collected.
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
         return 1 if failed else 0
 
-    status = await run_guarded(engine, body())
+    async def guarded_body() -> int:
+        try:
+            return await body()
+        except OutputClosed:  # `| head` has what it wanted: stop generating, quietly
+            return EXIT_PIPE_CLOSED
+
+    status = await run_guarded(engine, guarded_body())
+    out.flush()
+    if out.closed:
+        status = EXIT_PIPE_CLOSED
     for note in recording_notes(engine):
         print(f"spectui: {note}", file=sys.stderr)
     return status
 
 
-def _fail(message: str, as_json: bool, *, exit_code: int) -> int:
+async def _print_run(
+    events: AsyncIterator[EngineEvent], out: ThrottledOutput, writer: TextWriter | None
+) -> bool:
+    """Print a run as text (``writer``) or JSON Lines (no writer); True when it failed."""
+    failed = False
+    async for event in events:
+        if writer is None:
+            record = _json_record(event)
+            if record is not None:
+                _emit_json(out, record)
+        elif isinstance(event, TokenEvent):
+            writer.token(event)
+        if isinstance(event, ErrorEvent):
+            failed = True
+            if writer is not None:
+                writer.finish()
+                print(f"spectui: {event.message}", file=sys.stderr)
+        elif isinstance(event, SummaryEvent) and writer is not None:
+            if not failed:
+                writer.finish()
+            print(summary_line(event.metrics), file=sys.stderr)
+    return failed
+
+
+def _fail(out: ThrottledOutput, message: str, as_json: bool, *, exit_code: int) -> int:
     if as_json:
-        _emit_json({"type": "error", "message": message, "kind": "server"})
+        _emit_json(out, {"type": "error", "message": message, "kind": "server"})
     else:
         print(f"spectui: {message}", file=sys.stderr)
     return exit_code

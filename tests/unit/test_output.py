@@ -1,0 +1,70 @@
+"""Headless output: throttled flushes that still deliver every token promptly, closed pipes."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+
+import pytest
+
+from spectui.commands.output import OutputClosed, ThrottledOutput
+
+
+class CountingOut(io.StringIO):
+    def __init__(self) -> None:
+        super().__init__()
+        self.flushes: list[str] = []
+
+    def flush(self) -> None:
+        self.flushes.append(self.getvalue())
+
+
+async def test_a_burst_is_flushed_once_and_the_tail_by_the_timer() -> None:
+    out = CountingOut()
+    writer = ThrottledOutput(out, interval=0.05)
+    for token in ["a", "b", "c", "d"]:
+        writer.write(token)
+    assert out.flushes == ["a"]  # the first write flushes at once, the rest wait
+    await asyncio.sleep(0.12)
+    assert out.flushes == ["a", "abcd"]  # the timer delivered the tail without another write
+    writer.write("e")  # more than an interval after the last flush: at once again
+    assert out.flushes[-1] == "abcde"
+
+
+async def test_flush_at_the_end_cancels_the_timer() -> None:
+    out = CountingOut()
+    writer = ThrottledOutput(out, interval=10.0)
+    writer.write("a")
+    writer.write("b")
+    writer.flush()
+    assert out.flushes == ["a", "ab"]
+    assert writer._timer is None
+
+
+class ClosedPipe(io.StringIO):
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self.fd = fd
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def flush(self) -> None:
+        raise BrokenPipeError
+
+
+async def test_a_closed_pipe_is_noted_and_the_next_write_raises() -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone
+    try:
+        writer = ThrottledOutput(ClosedPipe(write_end))
+        writer.write("a")  # the flush finds the reader gone; never raises from a flush
+        assert writer.closed
+        with pytest.raises(OutputClosed):
+            writer.write("b")
+        writer.flush()  # still silent
+        # The descriptor now points at /dev/null: Python's final flush at exit cannot fail.
+        os.write(write_end, b"x")
+    finally:
+        os.close(write_end)
