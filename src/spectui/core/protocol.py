@@ -61,14 +61,10 @@ class CompletionChunk(_Payload):
 
     content: str = ""
     """Text released by this chunk."""
-    tokens: list[int] = Field(default_factory=list)
-    """Token ids of this chunk (with ``return_tokens``)."""
     stop: bool = False
     """True on the final chunk."""
     tokens_predicted: int | None = None
     """Tokens generated so far, cumulative."""
-    tokens_evaluated: int | None = None
-    """Prompt tokens evaluated."""
     stop_type: str | None = None
     """Why generation stopped ('limit', 'eos', 'word', ...), on the final chunk."""
     timings: Timings | None = None
