@@ -207,8 +207,25 @@ class TokenView(ScrollView, can_focus=True):
         wrapped.append(text)
         return wrapped
 
-    def _sync_size(self) -> None:
-        self.virtual_size = Size(self.wrapped.width, len(self.wrapped))
+    def _sync_size(self) -> bool:
+        """Match the virtual size to the wrapped answer; True when that needs a layout."""
+        size = Size(self.wrapped.width, len(self.wrapped))
+        if size == self.virtual_size:
+            return False
+        if (
+            self.show_vertical_scrollbar
+            and size.width == self.virtual_size.width
+            and size.height > self.scrollable_content_region.height
+        ):
+            # The answer only grew, and the scrollbar is already there: nothing else on the
+            # screen moves, so skip the screen-wide layout that assigning `virtual_size` asks
+            # for (it doubled the cost of every batch that starts a line). The gutter is
+            # stable, so the width never depends on the scrollbar.
+            self.set_reactive(TokenView.virtual_size, size)
+            self.vertical_scrollbar.window_virtual_size = size.height
+            return False
+        self.virtual_size = size
+        return True
 
     def clear(self) -> None:
         self.model.clear()
@@ -233,16 +250,22 @@ class TokenView(ScrollView, can_focus=True):
                 styles.append(text, token)
             self.wrapped.append(text)
             self._strips.pop(len(self.wrapped.lines) - 1, None)
-        self._sync_size()
-        if self._wrapped is not None and len(self._wrapped.lines) == lines_before:
+        laid_out = self._sync_size()
+        if follow and laid_out:
+            # The scrollbar may appear only with this layout: scroll once it is there, so its
+            # thumb starts where the view is. (force: scrolling is not allowed until then.)
+            self.refresh()
+            self.scroll_end(animate=False, force=True)
+        elif follow and self.max_scroll_y > self.scroll_y:
+            # Scroll now, not after the next refresh: a scroll repaints the whole view, and a
+            # deferred one drew every batch that started a line twice.
+            self.scroll_end(animate=False, immediate=True)
+        elif self._wrapped is not None and len(self._wrapped.lines) == lines_before:
             # Only the open line grew (most batches at a few hundred tokens/s): repaint that
             # line, not the whole view.
             self.refresh_line(lines_before)
         else:
             self.refresh()
-        if follow:
-            # force: the scrollbar that allows scrolling appears only after the next layout.
-            self.scroll_end(animate=False, force=True)
 
     def notify_style_update(self) -> None:
         # The theme changed: rendered lines carry the old colours.
