@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from time import monotonic
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from rich.cells import cell_len, set_cell_size
-from rich.text import Text
+from rich.segment import Segment
+from textual.geometry import Region, Size
+from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
 
@@ -101,6 +103,8 @@ class MetricsPane(Widget):
         self.memory: MemoryEvent | None = None
         self._last_redraw = 0.0
         self._redraw_timer: Timer | None = None
+        self._strips: list[Strip] | None = None
+        self._strips_width = 0
 
     def begin(self, record: RunRecord) -> None:
         """A new run: the current one (if any) becomes the previous one."""
@@ -139,29 +143,61 @@ class MetricsPane(Widget):
             self.current = record.with_metrics(metrics) if metrics is not None else record
             self.refresh()
 
-    def render(self) -> Text:
-        # Drawn as plain styled lines in fixed columns (as a rich grid would lay them out): a
-        # `rich.table.Table` cost ~6 ms per redraw, most of a frame at 4 Hz.
-        label = self.get_component_rich_style("metrics--label")
-        now = self.get_component_rich_style("metrics--now")
-        previous = self.get_component_rich_style("metrics--previous")
+    def refresh(
+        self,
+        *regions: Region,
+        repaint: bool = True,
+        layout: bool = False,
+        recompose: bool = False,
+    ) -> Self:
+        self._strips = None  # whatever asks for a redraw gets the newest numbers
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips = None  # the theme changed: the lines carry the old colours
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return 1 + len(_rows(self.current, self.previous, self.memory))
+
+    def render_line(self, y: int) -> Strip:
+        # Drawn as segments in fixed columns (as a rich grid would lay them out), straight into
+        # strips: a `rich.table.Table` cost ~6 ms per redraw, a `Text` still 2 ms.
+        width = self.size.width
+        if self._strips is None or self._strips_width != width:
+            self._strips, self._strips_width = self._render_strips(width), width
+        if y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(width, self.rich_style)
+
+    def _render_strips(self, width: int) -> list[Strip]:
+        base = self.rich_style
+        label = base + self.get_component_rich_style("metrics--label")
+        now = base + self.get_component_rich_style("metrics--now")
+        previous = base + self.get_component_rich_style("metrics--previous")
         heading = self.get_component_rich_style("metrics--heading")
-        now_width, previous_width = value_widths(self.size.width)
-        text = Text(no_wrap=True, overflow="crop", end="")
+        now_width, previous_width = value_widths(width)
         current = self.current.spec_label if self.current else "this run"
         before = self.previous.spec_label if self.previous else "previous"
-        # The heading row: the names of the two runs, the spaces between cells in the column's
-        # style (as a table draws them).
-        text.append(_fit("", LABEL_WIDTH, right=False) + " ", label)
-        text.append(_fit(current, now_width, right=True), now + heading)
-        text.append(" ", now)
-        text.append(_fit(before, previous_width, right=True), previous + heading)
+        # The heading row names the two runs; the space after a cell takes its column's style,
+        # as in a table.
+        lines = [
+            [
+                Segment(_fit("", LABEL_WIDTH, right=False) + " ", label),
+                Segment(_fit(current, now_width, right=True), now + heading),
+                Segment(" ", now),
+                Segment(_fit(before, previous_width, right=True), previous + heading),
+            ]
+        ]
         for name, this, then in _rows(self.current, self.previous, self.memory):
-            text.append("\n")
-            text.append(_fit(name, LABEL_WIDTH, right=False) + " ", label)
-            text.append(_fit(this, now_width, right=True) + " ", now)
-            text.append(_fit(then, previous_width, right=True), previous)
-        return text
+            lines.append(
+                [
+                    Segment(_fit(name, LABEL_WIDTH, right=False) + " ", label),
+                    Segment(_fit(this, now_width, right=True) + " ", now),
+                    Segment(_fit(then, previous_width, right=True), previous),
+                ]
+            )
+        return [Strip(segments).crop_extend(0, width, base) for segments in lines]
 
 
 def value_widths(width: int) -> tuple[int, int]:

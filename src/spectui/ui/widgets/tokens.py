@@ -180,6 +180,14 @@ class TokenView(ScrollView, can_focus=True):
         """Shown while there is no token yet (e.g. 'waiting for the first token…')."""
         self._wrapped: WrappedLines | None = None
         self._strips: dict[int, Strip] = {}
+        self._styles: TokenStyles | None = None
+
+    @property
+    def styles_now(self) -> TokenStyles:
+        """The token styles of the current theme (looked up once per theme, not per batch)."""
+        if self._styles is None:
+            self._styles = token_styles(self)
+        return self._styles
 
     @property
     def wrapped(self) -> WrappedLines:
@@ -200,7 +208,7 @@ class TokenView(ScrollView, can_focus=True):
             wrapped.append(Text(f"… {self.model.dropped:,} earlier tokens not shown\n", "italic"))
         elif not self.model.tokens:
             wrapped.append(Text(self.placeholder, style="italic"))
-        styles = token_styles(self)
+        styles = self.styles_now
         text = Text()
         for token in self.model.tokens:
             styles.append(text, token)
@@ -244,7 +252,7 @@ class TokenView(ScrollView, can_focus=True):
         if self.model.extend(events) or was_empty:
             self._invalidate()
         else:
-            styles = token_styles(self)
+            styles = self.styles_now
             text = Text()
             for token in list(self.model.tokens)[-len(events) :]:
                 styles.append(text, token)
@@ -270,6 +278,7 @@ class TokenView(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         # The theme changed: rendered lines carry the old colours.
         super().notify_style_update()
+        self._styles = None
         self._invalidate()
 
     def on_resize(self) -> None:
