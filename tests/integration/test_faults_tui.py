@@ -195,9 +195,13 @@ async def test_refused_switch_keeps_the_running_server(gemma_model: Path, tmp_pa
         spec = SpecConfig(types=("draft-simple",), draft_model=not_gguf)
         screen._start_operation("switch", spec, adopt=False)
         await wait_for(pilot, lambda: screen.operation is None, "switch over")
-        assert "GGUF" in bar_text(app)
         assert engine.info.pid == pid  # a bad choice did not cost the working server
         assert procs.live_pids() == [pid]
+        # ...and the screen says so: refused in a notification, the bar still ready.
+        assert any("GGUF" in str(n.message) for n in app._notifications)
+        assert screen.state is ServerState.READY
+        assert "failed" not in bar_text(app) and "GGUF" not in bar_text(app)
+        assert not screen.running  # a refused switch does not start a run either
 
 
 # -- attached servers that misbehave -------------------------------------------------------------

@@ -87,6 +87,8 @@ class FakeEngine:
     """Seconds awaited per token (0: just yield to the loop)."""
     switch_gate: asyncio.Event | None = None
     """When set, switch_spec waits for this event before reporting ready."""
+    refuse_switch: str | None = None
+    """When set, switch_spec refuses with this detail before changing anything."""
     run_gate: asyncio.Event | None = None
     """When set, a run pauses after `hold_after` tokens until this event is set."""
     hold_after: int = 10
@@ -153,6 +155,11 @@ class FakeEngine:
         self, spec: SpecConfig, *, adopt: bool = False
     ) -> AsyncIterator[EngineEvent]:
         self.switch_calls.append((spec, adopt))
+        if self.refuse_switch is not None:
+            yield ServerStateEvent(
+                state=ServerState.FAILED, detail=self.refuse_switch, refused=True
+            )
+            return
         self._enter()
         self._active_switches += 1
         self.max_active_switches = max(self.max_active_switches, self._active_switches)

@@ -91,6 +91,23 @@ async def test_spec_switch_calls_engine_once_and_reruns(
         assert engine.max_active == 1
 
 
+async def test_refused_switch_leaves_the_server_as_it_was(make_app: MakeApp) -> None:
+    engine = FakeEngine(refuse_switch="draft model: /x/draft.gguf is not a GGUF file")
+    app = make_app(engine, autorun=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, _done(app))
+        await pilot.press("t")
+        await pilot.press("down", "enter")
+        await settle(pilot, lambda: main_screen(app).operation is None)
+        screen = main_screen(app)
+        assert len(engine.switch_calls) == 1
+        assert screen.state is ServerState.READY  # not "failed": the old server still runs
+        assert any("not a GGUF" in str(n.message) for n in app._notifications)
+        assert len(engine.runs) == 1  # a refusal does not re-run the prompt
+        await pilot.press("r")  # and the server is still there to run on
+        await settle(pilot, _done(app, runs=2))
+
+
 async def test_switch_while_generating_stops_the_run_first(make_app: MakeApp) -> None:
     engine = FakeEngine(run_gate=asyncio.Event())
     app = make_app(engine, autorun=True)

@@ -104,6 +104,10 @@ class ServerStateEvent(_Event):
     """One human line about it (what is loading, why it failed, ...)."""
     log_tail: list[str] = Field(default_factory=list)
     """The server's last log lines, filled in on failures so the user sees the cause."""
+    refused: bool = False
+    """The operation was refused before anything changed (a spec this binary cannot run, a draft
+    model that is not a GGUF, an adoption not confirmed): the server that was running still
+    runs. The state still says FAILED, for callers that only need to know it did not happen."""
 
 
 class PromptProgressEvent(_Event):

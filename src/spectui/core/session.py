@@ -191,7 +191,7 @@ class LiveEngine:
             if spec.draft_model is not None:
                 check_gguf(spec.draft_model, what="draft model")
         except SpectuiError as error:
-            yield ServerStateEvent(state=ServerState.FAILED, detail=str(error))
+            yield ServerStateEvent(state=ServerState.FAILED, detail=str(error), refused=True)
             return
         async for event in self._guard(self._server.restart(spec)):
             yield event
@@ -203,12 +203,14 @@ class LiveEngine:
                 state=ServerState.FAILED,
                 detail="switching spec types needs a server on this machine whose process "
                 "spectui can see",
+                refused=True,
             )
             return
         if not confirmed:
             yield ServerStateEvent(
                 state=ServerState.FAILED,
                 detail=f"pid {attached.pid} was not started by spectui: confirm adopting it first",
+                refused=True,
             )
             return
         yield ServerStateEvent(state=ServerState.RESTARTING, detail=f"adopting pid {attached.pid}")

@@ -94,6 +94,8 @@ class MainScreen(Screen[None]):
         self._run_worker: Worker[None] | None = None
         self._stopping = False
         self._log_shown_for_failure = False
+        self._operation_refused = False
+        """The engine refused the operation in flight before changing anything."""
 
     # -- layout -------------------------------------------------------------------------------
 
@@ -198,7 +200,8 @@ class MainScreen(Screen[None]):
         name = self.operation
         self.operation = None
         self.server.bar.set_info(self.engine.info)
-        if self.state is not ServerState.READY:
+        refused, self._operation_refused = self._operation_refused, False
+        if self.state is not ServerState.READY or refused:
             return
         if name == "switch" or self._run_after_ready:
             self._run_after_ready = False
@@ -371,7 +374,13 @@ class MainScreen(Screen[None]):
 
     @on(ServerStateChanged)
     def _server_state(self, message: ServerStateChanged) -> None:
-        self._show_state(message.event)
+        event = message.event
+        if event.refused:
+            # Nothing changed: the server bar keeps showing the server that still runs.
+            self._operation_refused = True
+            self.notify(event.detail, title="Switch refused", severity="error")
+            return
+        self._show_state(event)
 
     def _show_state(self, event: ServerStateEvent) -> None:
         self.state = event.state
