@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -103,11 +104,20 @@ def run_curl(url: str, folder: Path, cpu: int | None = None) -> float:
     return float(final["timings"]["predicted_per_second"])
 
 
-def run_stream(url: str, folder: Path, cpu: int | None = None) -> float:
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_stream(
+    url: str, folder: Path, cpu: int | None = None, n_predict: int = N_PREDICT
+) -> tuple[float, float, float]:
+    """(server tok/s, the process's CPU seconds, the generation's seconds)."""
     prompt = folder / "prompt.txt"
     prompt.write_text(request().prompt)
     argv = [sys.executable, "-m", "spectui.cli", "stream", "--url", url]
-    argv += ["--prompt-file", str(prompt), "--n-predict", str(N_PREDICT), "--format", "jsonl"]
+    argv += ["--prompt-file", str(prompt), "--n-predict", str(n_predict), "--format", "jsonl"]
+    cpu_before = children_cpu_s()
     result = subprocess.run(
         pinned(argv, cpu),
         capture_output=True,
@@ -115,11 +125,14 @@ def run_stream(url: str, folder: Path, cpu: int | None = None) -> float:
         check=True,
     )
     summary = json.loads(result.stdout.splitlines()[-1])
-    assert summary["type"] == "summary" and summary["tokens"] == N_PREDICT, summary
-    return float(summary["server_timings"]["predicted_per_second"])
+    assert summary["type"] == "summary" and summary["tokens"] == n_predict, summary
+    timings = summary["server_timings"]
+    generation_s = timings["predicted_ms"] / 1000
+    return float(timings["predicted_per_second"]), children_cpu_s() - cpu_before, generation_s
 
 
-async def run_tui(url: str) -> float:
+async def run_tui(url: str) -> tuple[float, float, float]:
+    """(server tok/s, this process's CPU seconds during the run, the run's seconds)."""
     settings = Settings(url=url, n_predict=N_PREDICT)
     engine = RecordingEngine.for_settings(build_engine(settings), settings, recording=False)
     finished: list[RunFinished] = []
@@ -134,13 +147,15 @@ async def run_tui(url: str) -> float:
             screen = app.main_screen
             assert screen is not None
             await until(lambda: screen.state is ServerState.READY)
+            cpu_before, wall_before = time.process_time(), time.monotonic()
             screen.action_run()
             await until(lambda: bool(finished))
+            cpu_s, wall_s = time.process_time() - cpu_before, time.monotonic() - wall_before
     finally:
         await engine.aclose()
     summary = finished[0].summary
     assert summary.metrics.tokens == N_PREDICT, summary.metrics
-    return summary.server_timings["predicted_per_second"]
+    return summary.server_timings["predicted_per_second"], cpu_s, wall_s
 
 
 def main(rounds: int = 5, pin: bool = False) -> dict[str, object]:
@@ -150,20 +165,28 @@ def main(rounds: int = 5, pin: bool = False) -> dict[str, object]:
     with server(pin) as url, tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         run_curl(url, folder, cpu)  # warm-up, not counted
+        # What `stream` spends starting and stopping (imports, connecting): subtracted from each
+        # run's CPU to estimate what it spends while the server generates.
+        startup_cpu = min(run_stream(url, folder, cpu, n_predict=1)[1] for _ in range(2))
+        client_cpu: dict[str, list[float]] = {"stream": [], "tui": []}
         for round_ in range(rounds):
             order = CLIENTS[round_ % 3 :] + CLIENTS[: round_ % 3]
             for client in order:
                 if client == "curl":
                     rates[client].append(run_curl(url, folder, cpu))
                 elif client == "stream":
-                    rates[client].append(run_stream(url, folder, cpu))
+                    rate, cpu_s, generation_s = run_stream(url, folder, cpu)
+                    rates[client].append(rate)
+                    client_cpu[client].append(max(0.0, cpu_s - startup_cpu) / generation_s)
                 else:
                     if cpu is not None:
                         os.sched_setaffinity(0, {cpu})
                     try:
-                        rates[client].append(asyncio.run(run_tui(url)))
+                        rate, cpu_s, run_s = asyncio.run(run_tui(url))
                     finally:
                         os.sched_setaffinity(0, affinity)
+                    rates[client].append(rate)
+                    client_cpu[client].append(cpu_s / run_s)
             print(f"round {round_ + 1}: " + ", ".join(f"{c} {rates[c][-1]:.1f}" for c in CLIENTS))
     ratios = {
         client: [rate / base for rate, base in zip(rates[client], rates["curl"], strict=True)]
@@ -175,6 +198,8 @@ def main(rounds: int = 5, pin: bool = False) -> dict[str, object]:
         "tokens_per_second": {client: median(values) for client, values in rates.items()},
         "runs": rates,
         "ratios": ratios,
+        "client_cpu_fraction": {client: median(v) for client, v in client_cpu.items()},
+        "client_cpu_runs": client_cpu,
         "prompt": PROMPT_KEY,
         "n_predict": N_PREDICT,
         "spec": "ngram-simple",
@@ -186,7 +211,9 @@ def main(rounds: int = 5, pin: bool = False) -> dict[str, object]:
     path = write_result("overhead-pinned" if pin else "overhead", result)
     print(
         f"overhead: server tok/s with spectui stream / curl = {result['stream_ratio']:.3f}, "
-        f"TUI / curl = {result['tui_ratio']:.3f} (goal >= {GOAL}) -> {path}"
+        f"TUI / curl = {result['tui_ratio']:.3f} (goal >= {GOAL}); client CPU while generating: "
+        f"stream {median(client_cpu['stream']):.1%}, TUI {median(client_cpu['tui']):.1%} of a core"
+        f" -> {path}"
     )
     return result
 
