@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 
 from spectui.core.events import StepEvent, TokenEvent, TokenOrigin
 
-# The event's own validator, called directly: `TokenEvent(**fields)` adds a Python-level
+# The events' own validators, called directly: `TokenEvent(**fields)` adds a Python-level
 # `__init__` that cost a third as much again, once per token. Validation is the same.
 _validate_token = TokenEvent.__pydantic_validator__.validate_python
+_validate_step = StepEvent.__pydantic_validator__.validate_python
 
 
 @dataclass(slots=True)
@@ -65,15 +66,16 @@ class Attributor:
         if new_drafted > 0:
             if self._drafts_pending:
                 self.anomalies += 1
-            events.append(
-                StepEvent(
-                    t=t,
-                    index=self.steps,
-                    drafted=new_drafted,
-                    accepted=new_accepted,
-                    first_token=self.tokens,
-                )
+            step: StepEvent = _validate_step(
+                {
+                    "t": t,
+                    "index": self.steps,
+                    "drafted": new_drafted,
+                    "accepted": new_accepted,
+                    "first_token": self.tokens,
+                }
             )
+            events.append(step)
             self.steps += 1
             self.drafted, self.accepted = chunk.draft_n, chunk.draft_accepted
             self._record_positions(new_accepted)
@@ -81,7 +83,8 @@ class Attributor:
             self._target_pending = True
             self._rejected_pending = new_drafted - new_accepted
 
-        count = self._token_count(chunk)
+        predicted = chunk.predicted_n
+        count = (1 if chunk.text else 0) if predicted is None else predicted - self.tokens
         if count == 1:  # the common case: one token, which gets the chunk's text
             events.append(self._next_token(chunk.text, t))
             return events
@@ -90,11 +93,6 @@ class Attributor:
             text = chunk.text if offset == count - 1 else ""
             events.append(self._next_token(text, t))
         return events
-
-    def _token_count(self, chunk: ChunkCounters) -> int:
-        if chunk.predicted_n is None:
-            return 1 if chunk.text else 0
-        return max(chunk.predicted_n - self.tokens, 0)
 
     def _record_positions(self, accepted: int) -> None:
         if len(self.accepted_per_position) < accepted:

@@ -38,15 +38,18 @@ class MetricsTracker:
 
     def on_token(self, token: TokenEvent) -> None:
         """Count a token and when it arrived."""
+        t = token.t
         self.tokens += 1
         if token.origin is TokenOrigin.DRAFT:
             self.draft_tokens += 1
         if self.first_token_t is None:
-            self.first_token_t = token.t
-        self.last_token_t = token.t
-        self._window.append((token.t, self.tokens))
-        while self._window and self._window[0][0] < token.t - ROLLING_WINDOW_S:
-            self._window.popleft()
+            self.first_token_t = t
+        self.last_token_t = t
+        window = self._window
+        window.append((t, self.tokens))
+        horizon = t - ROLLING_WINDOW_S
+        while window[0][0] < horizon:  # (never empties: the newest entry is inside)
+            window.popleft()
 
     def on_step(self, step: StepEvent) -> None:
         """Count a verification step and its per-position acceptance."""

@@ -73,8 +73,14 @@ class ChunkProcessor:
         try:
             if self.chat:
                 text, predicted, timings, progress = self._chat_fields(data)
-            else:
-                text, predicted, timings, progress = self._completion_fields(data)
+            else:  # (inline: this runs once per token)
+                chunk: CompletionChunk = _validate_completion(data)
+                text, timings, progress = chunk.content, chunk.timings, chunk.prompt_progress
+                predicted = chunk.tokens_predicted
+                if predicted is None and timings is not None:
+                    predicted = timings.predicted_n
+                if chunk.stop and chunk.stop_type:
+                    self.stop_reason = chunk.stop_type
         except ValidationError as error:
             kind = "is not JSON" if error.errors()[0]["type"] == "json_invalid" else "is unexpected"
             raise StreamError(f"data from the server {kind}: {data[:80]!r}") from error
@@ -105,16 +111,6 @@ class ChunkProcessor:
             return attributed  # type: ignore[return-value]
         events.extend(attributed)
         return events
-
-    def _completion_fields(self, data: str) -> _Fields:
-        chunk: CompletionChunk = _validate_completion(data)
-        timings = chunk.timings
-        predicted = chunk.tokens_predicted
-        if predicted is None and timings is not None:
-            predicted = timings.predicted_n
-        if chunk.stop and chunk.stop_type:
-            self.stop_reason = chunk.stop_type
-        return chunk.content, predicted, timings, chunk.prompt_progress
 
     def _chat_fields(self, data: str) -> _Fields:
         chat: ChatChunk = _validate_chat(data)
