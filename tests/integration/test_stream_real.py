@@ -177,3 +177,27 @@ def test_reader_going_away_ends_the_run_quietly(gemma_model: Path, output: str) 
     assert status == 141, stderr
     assert stderr.strip() == "", stderr  # no error, no traceback, no crash report
     assert launched_servers() == []
+
+
+def test_synthetic_acceptance_sets_the_acceptance_length(gemma_model: Path) -> None:
+    """The demo aid: `--spec-synth-len 4` forces ~4 tokens per verification step (and spectui's
+    attribution counts what the server did, whatever made it)."""
+    result = spectui(
+        "stream",
+        "--model",
+        str(gemma_model),
+        "--spec-type",
+        "draft-simple --spec-synth-len 4",
+        "--draft-model",
+        str(gemma_model),
+        "--builtin",
+        "essay",
+        "--n-predict",
+        "120",
+        "--format",
+        "jsonl",
+    )
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout.splitlines()[-1])
+    assert summary["tokens"] == 120
+    assert 3.0 <= summary["mean_acceptance_length"] <= 5.0, summary

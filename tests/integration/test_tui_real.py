@@ -113,6 +113,7 @@ async def test_run_colours_switch_and_quit(gemma_model: Path) -> None:
         assert {t.origin for t in arrived} == {TokenOrigin.DRAFT, TokenOrigin.TARGET}
         first_pid = app.engine.info.pid  # type: ignore[union-attr]
         assert [p.pid for p in my_servers()] == [first_pid]
+        assert app.engine.info.synthetic_acceptance  # type: ignore[union-attr]  # it lists the flag
 
         # Switch to `none` through the picker; never more than one server meanwhile.
         await pilot.press("t")

@@ -78,6 +78,8 @@ class FakeEngine:
     mode: str = "launched"
     needs_adopt: bool = False
     can_switch: bool = True
+    synthetic: bool = False
+    """Whether the binary offers synthetic acceptance (``--spec-synth-len``)."""
     fail_starts: int = 0
     """The first N start() calls fail: a FAILED state event, or raising (`raise_on_fail`)."""
     raise_on_fail: bool = False
@@ -121,6 +123,7 @@ class FakeEngine:
             pid=4242,
             can_switch=self.can_switch,
             needs_adopt=self.needs_adopt,
+            synthetic_acceptance=self.synthetic,
         )
 
     @property

@@ -6,9 +6,10 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from fake_engine import FakeEngine
 from textual.message import Message
-from textual.widgets import Input, Log
+from textual.widgets import Input, Label, Log
 from ui_helpers import main_screen, settle
 
 from spectui.config import Settings
@@ -106,6 +107,34 @@ async def test_refused_switch_leaves_the_server_as_it_was(make_app: MakeApp) -> 
         assert len(engine.runs) == 1  # a refusal does not re-run the prompt
         await pilot.press("r")  # and the server is still there to run on
         await settle(pilot, _done(app, runs=2))
+
+
+@pytest.mark.parametrize("offered", [False, True])
+async def test_synthetic_acceptance_is_offered_only_where_listed_and_labelled(
+    make_app: MakeApp, offered: bool
+) -> None:
+    engine = FakeEngine(synthetic=offered)
+    app = make_app(engine)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, lambda: main_screen(app).state is ServerState.READY)
+        await pilot.press("t")
+        picker = app.screen
+        assert isinstance(picker, SpecPickerScreen)
+        await pilot.press("down")  # ngram-mod
+        assert picker.query_one("#synth-row").display is offered
+        if not offered:
+            return
+        picker.query_one("#synth-len", Input).value = "0.5"
+        picker.action_choose()
+        await pilot.pause()
+        assert app.screen is picker and engine.switch_calls == []  # below 1: refused
+        assert "1 or more" in str(picker.query_one("#hint", Label).render())
+        picker.query_one("#synth-len", Input).value = "3"
+        picker.action_choose()
+        await settle(pilot, lambda: bool(engine.switch_calls))
+        spec = engine.switch_calls[0][0]
+        assert spec.extra_args == ("--spec-synth-len", "3")
+        assert "SYNTHETIC" in spec.label
 
 
 async def test_switch_while_generating_stops_the_run_first(make_app: MakeApp) -> None:

@@ -151,3 +151,16 @@ def test_no_identity_check_above_temperature_zero() -> None:
     assert [r.identical_to_baseline for r in annotate(p, records)] == [None, None]
     rows = summarise(p, records)
     assert rows[1].compared == 0
+
+
+def test_synthetic_acceptance_is_never_kept() -> None:
+    synth = "ngram-simple --spec-synth-len 4"
+    p = plan(("none", synth), ("a",), reps=3)
+    records = []
+    for round_ in (1, 2, 3):
+        records.append(record("none", "a", round_, seq=10 * round_, total_ms=1000))
+        records.append(record(synth, "a", round_, seq=10 * round_ + 1, total_ms=500))
+    row = {r.config: r for r in report_rows(p, records)}[synth]
+    assert row.speedup_vs_baseline == pytest.approx(2.0)  # it was faster...
+    assert row.verdict == "inconclusive"  # ...but forced acceptance is a demonstration
+    assert row.reason.startswith("synthetic acceptance, not a result: faster")

@@ -283,3 +283,13 @@ def test_replace_spec_args_refuses_what_the_binary_cannot_run(caps: Capabilities
     with pytest.raises(SpecConfigError):
         replace_spec_args(argv, SpecConfig.parse("ngram-bogus"), caps)
     assert argv == ADOPTED
+
+
+def test_synthetic_acceptance_is_labelled_and_passed_through(caps: Capabilities) -> None:
+    spec = SpecConfig.parse("draft-simple --spec-synth-len 3 --spec-draft-n-max 4")
+    assert spec.synthetic
+    assert spec.label == "SYNTHETIC draft-simple (n-max 4, synth len 3)"  # never taken for real
+    assert not SpecConfig.parse("ngram-simple --spec-ngram-size-n 3").synthetic
+    assert "SYNTHETIC" not in SpecConfig.parse("ngram-simple --spec-ngram-size-n 3").label
+    args = SpecConfig.parse("ngram-simple --spec-synth-len 2.5").to_args(caps)
+    assert args[-2:] == ["--spec-synth-len", "2.5"]  # the captured --help lists it

@@ -40,6 +40,8 @@ class ServerInfo(BaseModel):
     """Whether spec switching is possible (launched, or a local server that may be adopted)."""
     needs_adopt: bool = False
     """Switching would restart a process spectui did not start: ask the user first."""
+    synthetic_acceptance: bool = False
+    """The binary lists ``--spec-synth-len``: acceptance can be forced for a demonstration."""
 
 
 class Engine(Protocol):

@@ -259,9 +259,13 @@ def with_verdicts(plan: ComparePlan, rows: list[SummaryRow]) -> list[SummaryRow]
     """Rows with verdict and reason, each config × prompt judged against the baseline's row."""
     baseline = plan.baseline.name
     base_rows = {r.prompt: r for r in rows if r.config == baseline}
+    synthetic = {config.name for config in plan.configs if config.spec.synthetic}
     out = []
     for row in rows:
         verdict, reason = judge(row, None if row.config == baseline else base_rows[row.prompt])
+        if row.config in synthetic and verdict == "keep":
+            # Forced acceptance shows what acceptance would buy, not what the type does.
+            verdict, reason = "inconclusive", f"synthetic acceptance, not a result: {reason}"
         out.append(row.model_copy(update={"verdict": verdict, "reason": reason}))
     return out
 

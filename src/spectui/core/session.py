@@ -26,7 +26,7 @@ from spectui.core.gguf import check_gguf
 from spectui.core.memory import MemorySampler
 from spectui.core.request import GenerationRequest
 from spectui.core.server import LaunchConfig, ManagedServer
-from spectui.core.specconfig import SpecConfig
+from spectui.core.specconfig import SYNTH_LEN_FLAG, SpecConfig
 from spectui.core.stream import StreamRun
 
 # An error-level line of llama-server's log: 'M.SS.mmm.uuu E module  function: message'.
@@ -132,6 +132,8 @@ class LiveEngine:
                 spec=config.spec,
                 pid=self._server.pid,
                 can_switch=True,
+                synthetic_acceptance=self._caps is not None
+                and SYNTH_LEN_FLAG in self._caps.spec_flags,
             )
         attached = self._attached
         return ServerInfo(

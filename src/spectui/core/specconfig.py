@@ -25,6 +25,10 @@ _N_MAX_FLAGS = ("--spec-draft-n-max", "--draft-max", "--draft", "--draft-n")
 _N_MIN_FLAGS = ("--spec-draft-n-min", "--draft-min", "--draft-n-min")
 _FIELD_FLAGS = frozenset(_TYPE_FLAGS + _DRAFT_MODEL_FLAGS + _N_MAX_FLAGS + _N_MIN_FLAGS)
 
+SYNTH_LEN_FLAG = "--spec-synth-len"
+"""Forces a mean acceptance length (benchmarking only: the server's output is then not valid)."""
+_SYNTH_FLAGS = (SYNTH_LEN_FLAG, "--spec-synth-rates")
+
 
 def _is_flag(token: str) -> bool:
     """'--x' or '-x' is a flag; '-1' (a negative number) is a value."""
@@ -162,7 +166,18 @@ class SpecConfig(BaseModel):
             details.append(f"n-max {self.draft_n_max}")
         if self.draft_n_min is not None:
             details.append(f"n-min {self.draft_n_min}")
-        return f"{name} ({', '.join(details)})" if details else name
+        for flag, value in zip(self.extra_args, self.extra_args[1:], strict=False):
+            if flag in _SYNTH_FLAGS:
+                details.append(f"synth {flag.removeprefix('--spec-synth-')} {value}")
+        # Forced acceptance says nothing about the real thing: the warning comes first, so it
+        # survives when a narrow column cuts the label short.
+        prefix = "SYNTHETIC " if self.synthetic else ""
+        return f"{prefix}{name} ({', '.join(details)})" if details else prefix + name
+
+    @property
+    def synthetic(self) -> bool:
+        """Whether acceptance is forced (``--spec-synth-*``): a demonstration, not a result."""
+        return any(flag in _SYNTH_FLAGS for flag in self.extra_args)
 
     @property
     def needs_draft_model(self) -> bool:

@@ -237,7 +237,12 @@ class MainScreen(Screen[None]):
         if not self.engine.spec_types:
             self.notify("this llama-server lists no spec types", severity="warning")
             return
-        picker = SpecPickerScreen(self.engine.spec_types, info.spec, self.ui_state.last_draft_model)
+        picker = SpecPickerScreen(
+            self.engine.spec_types,
+            info.spec,
+            self.ui_state.last_draft_model,
+            synthetic=info.synthetic_acceptance,
+        )
         self.app.push_screen(picker, self._spec_chosen)
 
     def _spec_chosen(self, spec: SpecConfig | None) -> None:

@@ -1,4 +1,9 @@
-"""The spec-type picker: only the types this binary lists, plus draft options where they apply."""
+"""The spec-type picker: only the types this binary lists, plus draft options where they apply.
+
+Where the binary lists ``--spec-synth-len``, a last field forces the mean acceptance length: a
+demonstration of how tokens/s follows acceptance, labelled SYNTHETIC wherever the config shows
+(the server's output is not valid then).
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
-from spectui.core.specconfig import SpecConfig
+from spectui.core.specconfig import SYNTH_LEN_FLAG, SpecConfig
 from spectui.ui.screens.dialogs import AnswerOnce
 
 
@@ -30,11 +35,15 @@ class SpecPickerScreen(AnswerOnce[SpecConfig | None]):
         spec_types: tuple[str, ...],
         current: SpecConfig | None,
         last_draft_model: Path | None,
+        *,
+        synthetic: bool = False,
     ) -> None:
         super().__init__()
         self.spec_types = spec_types
         self.current = current
         self.last_draft_model = last_draft_model
+        self.synthetic = synthetic
+        """Offer the synthetic acceptance field (the binary lists ``--spec-synth-len``)."""
 
     def compose(self) -> ComposeResult:
         current = self.current
@@ -65,6 +74,10 @@ class SpecPickerScreen(AnswerOnce[SpecConfig | None]):
                 yield Input(
                     self._n(current, "draft_n_min"), type="integer", compact=True, id="n-min"
                 )
+            with Horizontal(id="synth-row"):
+                yield Label("SYNTHETIC acceptance length", classes="field-label")
+                yield Input(placeholder="off", type="number", compact=True, id="synth-len")
+                yield Label("demo only, output not valid", classes="field-label")
             yield Label("enter: switch · tab: options · esc: cancel", id="hint", classes="hint")
 
     @staticmethod
@@ -94,6 +107,7 @@ class SpecPickerScreen(AnswerOnce[SpecConfig | None]):
         spec = SpecConfig(types=(chosen,)) if chosen else None
         self.query_one("#draft-model-row").display = bool(spec and spec.needs_draft_model)
         self.query_one("#draft-n-row").display = chosen not in (None, "none")
+        self.query_one("#synth-row").display = self.synthetic and chosen not in (None, "none")
 
     @on(OptionList.OptionHighlighted)
     def _highlighted(self) -> None:
@@ -141,9 +155,24 @@ class SpecPickerScreen(AnswerOnce[SpecConfig | None]):
         if n_max is not None and n_min is not None and n_min > n_max:
             self._hint("n-min cannot exceed n-max")
             return
+        extra: tuple[str, ...] = ()
+        synth = self.query_one("#synth-len", Input).value.strip()
+        if self.synthetic and chosen != "none" and synth:
+            try:
+                length = float(synth)
+            except ValueError:
+                length = 0.0
+            if length < 1:
+                self._hint("the synthetic acceptance length counts the target token: 1 or more")
+                return
+            extra = (SYNTH_LEN_FLAG, synth)
         try:
             spec = SpecConfig(
-                types=(chosen,), draft_model=draft_model, draft_n_max=n_max, draft_n_min=n_min
+                types=(chosen,),
+                draft_model=draft_model,
+                draft_n_max=n_max,
+                draft_n_min=n_min,
+                extra_args=extra,
             )
         except ValidationError as error:
             self._hint(error.errors()[0]["msg"])
