@@ -405,15 +405,18 @@ async def test_hammering_the_switch_key_never_runs_two_servers(
         screen = screen_of(app)
         await wait_for(pilot, state_is(app, ServerState.READY), "ready")
         with ServerCounter() as counter:
-            # t opens the picker, enter switches, R restarts, r runs. Each burst starts a switch
-            # and goes on hammering while it is in flight, when every new one must be refused.
+            # t opens the picker, enter switches, R restarts, r runs. Each round starts a switch
+            # (key by key, so it surely starts on a loaded machine too), then hammers while it
+            # is in flight, when every new operation must be refused.
             for target, other in [("ngram-mod", "none"), ("ngram-simple", "ngram-mod")]:
                 await wait_for(pilot, lambda: screen.operation is None, "no operation")
-                burst(app, (*pick(target, caps), "r", "R", *pick(other, caps), "r"))
+                await pilot.press(*pick(target, caps))
+                burst(app, ("r", "R", *pick(other, caps), "r"))
                 await pilot.pause(0.2)  # more keys while that switch is in flight
                 burst(app, ("t", "enter", "R", "r", "t", "down", "enter"))
+                await pilot.pause()  # (the burst is handled before looking at the screen)
                 if isinstance(app.screen, SpecPickerScreen):
-                    burst(app, ("escape",))
+                    await pilot.press("escape")
             await wait_for(
                 pilot, lambda: screen.operation is None and not screen.running, "settled"
             )
