@@ -96,8 +96,7 @@ class ChunkProcessor:
             return events
         self.last_timings = timings
         tracker = self.tracker
-        if tracker.prompt_tokens is None:  # the prompt's numbers come once, with the first token
-            tracker.on_timings(timings)
+        tracker.on_timings(timings)  # (the prompt's numbers can still change after token one)
         counters = ChunkCounters(text, predicted, timings.draft_n, timings.draft_n_accepted)
         attributed = self.attributor.feed(counters, t)
         for event in attributed:
