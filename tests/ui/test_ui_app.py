@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from fake_engine import FakeEngine
 from textual.message import Message
+from textual.pilot import Pilot
 from textual.widgets import Input, Label, Log
 from ui_helpers import main_screen, settle
 
@@ -71,6 +72,15 @@ async def test_run_attributes_every_token(engine: FakeEngine, make_app: MakeApp)
         assert not view.get_component_rich_style("token--target").underline
 
 
+async def open_spec_picker(pilot: Pilot[None], app: SpectuiApp) -> SpecPickerScreen:
+    """Wait for the server, press t, return the picker."""
+    await settle(pilot, lambda: main_screen(app).state is ServerState.READY)
+    await pilot.press("t")
+    picker = app.screen
+    assert isinstance(picker, SpecPickerScreen)
+    return picker
+
+
 async def test_spec_switch_calls_engine_once_and_reruns(
     engine: FakeEngine, make_app: MakeApp
 ) -> None:
@@ -116,10 +126,7 @@ async def test_synthetic_acceptance_is_offered_only_where_listed_and_labelled(
     engine = FakeEngine(synthetic=offered)
     app = make_app(engine)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, lambda: main_screen(app).state is ServerState.READY)
-        await pilot.press("t")
-        picker = app.screen
-        assert isinstance(picker, SpecPickerScreen)
+        picker = await open_spec_picker(pilot, app)
         await pilot.press("down")  # ngram-mod
         assert picker.query_one("#synth-row").display is offered
         if not offered:
@@ -370,10 +377,7 @@ async def test_a_dialog_submitted_twice_answers_once(engine: FakeEngine, make_ap
     """Keys that arrive in one burst (tmux, SSH) can submit a picker again before it closes."""
     app = make_app(engine)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, lambda: main_screen(app).state is ServerState.READY)
-        await pilot.press("t")
-        picker = app.screen
-        assert isinstance(picker, SpecPickerScreen)
+        picker = await open_spec_picker(pilot, app)
         picker.action_choose()
         picker.action_choose()
         await settle(pilot, _done(app))
