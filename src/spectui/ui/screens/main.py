@@ -93,7 +93,6 @@ class MainScreen(Screen[None]):
         self._last_op: tuple[str, SpecConfig | None, bool] = ("start", None, False)
         self._run_worker: Worker[None] | None = None
         self._stopping = False
-        self._log_shown_for_failure = False
         self._operation_refused = False
         """The engine refused the operation in flight before changing anything."""
 
@@ -389,15 +388,7 @@ class MainScreen(Screen[None]):
 
     def _show_state(self, event: ServerStateEvent) -> None:
         self.state = event.state
-        bar = self.server.bar
-        bar.set_state(event.state, event.detail)
-        bar.set_info(self.engine.info)
-        if event.state is ServerState.FAILED:
-            self._log_shown_for_failure = not self.server.log_visible or self._log_shown_for_failure
-            self.server.show_log(event.log_tail or self._log_lines(), visible=True)
-        elif event.state is ServerState.READY and self._log_shown_for_failure:
-            self._log_shown_for_failure = False  # recovered: put the log away again
-            self.server.show_log([], visible=False)
+        self.server.show_state(event, self.engine.info, self._log_lines)
 
     def _log_lines(self) -> list[str]:
         try:
@@ -410,8 +401,7 @@ class MainScreen(Screen[None]):
             self.server.show_log(self._log_lines())
 
     def action_toggle_log(self) -> None:
-        self._log_shown_for_failure = False  # the user decides from now on
-        self.server.show_log(self._log_lines(), visible=not self.server.log_visible)
+        self.server.toggle_log(self._log_lines())
 
     # -- pickers and help -----------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ the cause is on screen without another key press.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
@@ -15,7 +16,7 @@ from textual.widget import Widget
 from textual.widgets import Log
 
 from spectui.core.engine import ServerInfo
-from spectui.core.events import ServerState
+from spectui.core.events import ServerState, ServerStateEvent
 
 GLYPHS = {
     ServerState.STARTING: "◌",
@@ -105,6 +106,8 @@ class ServerPane(Vertical):
     def __init__(self, info: ServerInfo, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._info = info
+        self._log_shown_for_failure = False
+        """The log was opened by a failure (not by the user): put it away on recovery."""
 
     def compose(self) -> ComposeResult:
         yield ServerBar(self._info, id="server-bar")
@@ -121,6 +124,26 @@ class ServerPane(Vertical):
     @property
     def log_visible(self) -> bool:
         return self.has_class("-show-log")
+
+    def show_state(
+        self, event: ServerStateEvent, info: ServerInfo, log_lines: Callable[[], list[str]]
+    ) -> None:
+        """A new server state: the bar shows it; a failure opens the log with its cause, and
+        recovery puts away a log that the failure opened."""
+        bar = self.bar
+        bar.set_state(event.state, event.detail)
+        bar.set_info(info)
+        if event.state is ServerState.FAILED:
+            self._log_shown_for_failure = not self.log_visible or self._log_shown_for_failure
+            self.show_log(event.log_tail or log_lines(), visible=True)
+        elif event.state is ServerState.READY and self._log_shown_for_failure:
+            self._log_shown_for_failure = False
+            self.show_log([], visible=False)
+
+    def toggle_log(self, lines: list[str]) -> None:
+        """The user shows or hides the log (and decides about it from now on)."""
+        self._log_shown_for_failure = False
+        self.show_log(lines, visible=not self.log_visible)
 
     def show_log(self, lines: list[str], *, visible: bool | None = None) -> None:
         """Replace the log view's lines; ``visible`` shows or hides it."""
