@@ -49,7 +49,7 @@ from spectui.ui.screens.spec_picker import SpecPickerScreen
 from spectui.ui.state import UiState
 from spectui.ui.widgets.charts import ChartsPane
 from spectui.ui.widgets.metrics import MetricsPane
-from spectui.ui.widgets.run_display import RunDisplay
+from spectui.ui.widgets.run_display import RunData, RunDisplay
 from spectui.ui.widgets.server import ServerPane
 from spectui.ui.widgets.tokens import AnswerPane
 
@@ -348,20 +348,11 @@ class MainScreen(Screen[None]):
             self._show_state(ServerStateEvent(state=ServerState.GENERATING))
 
     @on(TokensArrived)
-    def _tokens(self, message: TokensArrived) -> None:
-        self.run_display.tokens(message.tokens, message.steps)
-
     @on(MetricsUpdated)
-    def _metrics_updated(self, message: MetricsUpdated) -> None:
-        self.run_display.snapshot(message.event)
-
     @on(MemorySampled)
-    def _memory(self, message: MemorySampled) -> None:
-        self.run_display.memory(message.event)
-
     @on(PromptProgressed)
-    def _progress(self, message: PromptProgressed) -> None:
-        self.run_display.progress(message.event)
+    def _run_data(self, message: RunData) -> None:
+        self.run_display.show(message)
 
     @on(RunFinished)
     def _run_finished(self, message: RunFinished) -> None:

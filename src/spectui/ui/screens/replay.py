@@ -33,7 +33,7 @@ from spectui.ui.messages import (
 from spectui.ui.screens.main import MainScreen
 from spectui.ui.screens.prompt_picker import PromptChoice
 from spectui.ui.widgets.metrics import MetricsPane
-from spectui.ui.widgets.run_display import RunDisplay
+from spectui.ui.widgets.run_display import RunData, RunDisplay
 from spectui.ui.widgets.tokens import AnswerPane
 
 SPEED_CYCLE: tuple[float | None, ...] = (0.5, 1.0, 2.0, None)
@@ -174,20 +174,11 @@ class ReplayColumn(Vertical):
         return post
 
     @on(TokensArrived)
-    def _tokens(self, message: TokensArrived) -> None:
-        self.run_display.tokens(message.tokens, message.steps)
-
     @on(MetricsUpdated)
-    def _metrics(self, message: MetricsUpdated) -> None:
-        self.run_display.snapshot(message.event)
-
     @on(MemorySampled)
-    def _memory(self, message: MemorySampled) -> None:
-        self.run_display.memory(message.event)
-
     @on(PromptProgressed)
-    def _progress(self, message: PromptProgressed) -> None:
-        self.run_display.progress(message.event)
+    def _run_data(self, message: RunData) -> None:
+        self.run_display.show(message)
 
     @on(RunFinished)
     def _finished(self, message: RunFinished) -> None:

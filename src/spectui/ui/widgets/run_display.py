@@ -16,9 +16,13 @@ from spectui.core.events import (
     SummaryEvent,
     TokenEvent,
 )
+from spectui.ui.messages import MemorySampled, MetricsUpdated, PromptProgressed, TokensArrived
 from spectui.ui.widgets.charts import ChartsPane
 from spectui.ui.widgets.metrics import MetricsPane, RunRecord
 from spectui.ui.widgets.tokens import AnswerPane
+
+RunData = TokensArrived | MetricsUpdated | MemorySampled | PromptProgressed
+"""The messages that carry a run's data while it streams."""
 
 STOP_REASONS = {"cancelled": "stopped", "error": "failed"}
 """Summary stop reasons as the panes word them."""
@@ -43,6 +47,17 @@ class RunDisplay:
         self.answer.begin(f"{prompt_label} · {spec_label}")
         if self.charts is not None:
             self.charts.reset()
+
+    def show(self, message: RunData) -> None:
+        """What a run streams in, whichever kind it is (screens route all four here)."""
+        if isinstance(message, TokensArrived):
+            self.tokens(message.tokens, message.steps)
+        elif isinstance(message, MetricsUpdated):
+            self.snapshot(message.event)
+        elif isinstance(message, MemorySampled):
+            self.memory(message.event)
+        else:
+            self.progress(message.event)
 
     def tokens(self, tokens: tuple[TokenEvent, ...], steps: tuple[StepEvent, ...]) -> None:
         self.answer.add(tokens)
