@@ -100,14 +100,12 @@ class ChunkProcessor:
         counters = ChunkCounters(text, predicted, timings.draft_n, timings.draft_n_accepted)
         attributed = self.attributor.feed(counters, t)
         for event in attributed:
-            if type(event) is TokenEvent:
+            if isinstance(event, TokenEvent):
                 tracker.on_token(event)
             else:
-                tracker.on_step(event)  # type: ignore[arg-type]
+                tracker.on_step(event)
         if text:
             self.text_parts.append(text)
-        if not events:
-            return attributed  # type: ignore[return-value]
         events.extend(attributed)
         return events
 
