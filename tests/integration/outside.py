@@ -5,9 +5,11 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import time
 from collections.abc import Collection, Iterator
 from pathlib import Path
 
+import httpx
 import psutil
 
 from spectui.core.server import free_port
@@ -26,6 +28,17 @@ def launched_servers(exclude: Collection[int] = ()) -> list[psutil.Process]:
             if proc.name() == "llama-server" and proc.status() != psutil.STATUS_ZOMBIE:
                 found.append(proc)
     return found
+
+
+def wait_healthy(url: str, give_up_s: float) -> None:
+    """Until the server at ``url`` answers /health with 200 (it may still be loading), or the
+    time is up (the test then fails on what it finds)."""
+    deadline = time.monotonic() + give_up_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                return
+        time.sleep(0.2)
 
 
 @contextlib.contextmanager

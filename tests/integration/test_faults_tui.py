@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -28,7 +27,6 @@ from spectui.core.binary import Capabilities
 from spectui.core.engine import Engine
 from spectui.core.events import ServerState
 from spectui.core.recording import RecordingEngine
-from spectui.core.server import free_port
 from spectui.core.session import build_engine
 from spectui.core.specconfig import SpecConfig
 from spectui.ui.app import SpectuiApp
@@ -36,7 +34,7 @@ from spectui.ui.screens.main import MainScreen
 from spectui.ui.screens.spec_picker import SpecPickerScreen
 
 from .fakes import serve
-from .outside import launched_servers
+from .outside import launched_servers, outside_server, wait_healthy
 from .test_stream_real import CODE_PROMPT, smollm_model  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.server
@@ -233,42 +231,14 @@ async def test_stalled_stream() -> None:
 KEY = "spectui-faults-key-7d2a9c"
 
 
-def start_outside(
-    binary: Path, model: Path, port: int, *args: str, env: dict[str, str] | None = None
-) -> subprocess.Popen[bytes]:
-    """A llama-server started by the test, not by spectui (left out of the server counts)."""
-    proc = subprocess.Popen(
-        [str(binary), "-m", str(model), "--port", str(port), "--ctx-size", "512", *args, *FAST],
-        env={**os.environ, **(env or {})},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    OUTSIDE.add(proc.pid)
-    return proc
-
-
 @pytest.fixture(scope="module")
 def authed_server(llama_binary: Path, gemma_model: Path) -> Iterator[str]:
     """A llama-server started outside spectui that requires an API key; yields its URL."""
-    port = free_port()
-    proc = start_outside(llama_binary, gemma_model, port, env={"LLAMA_API_KEY": KEY})
-    try:
-        url = f"http://127.0.0.1:{port}"
-        import httpx
-
-        deadline = time.monotonic() + GIVE_UP_S
-        while time.monotonic() < deadline:
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            time.sleep(0.2)
+    with outside_server(llama_binary, gemma_model, env={"LLAMA_API_KEY": KEY}) as (url, pid):
+        OUTSIDE.add(pid)
+        wait_healthy(url, GIVE_UP_S)
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
-        OUTSIDE.discard(proc.pid)
+    OUTSIDE.discard(pid)
 
 
 @pytest.mark.parametrize(("key", "says"), [(None, "needs an API key"), ("wrong-3e1f", "rejected")])
@@ -309,13 +279,11 @@ async def test_adopting_a_server_with_its_key_on_the_command_line(
     llama_binary: Path, gemma_model: Path, tmp_path: Path
 ) -> None:
     """The key sits in the outside server's argv; spectui relaunches that argv as its own."""
-    port = free_port()
-    outside = start_outside(llama_binary, gemma_model, port, "--api-key", KEY)
     sessions = tmp_path / "sessions"
-    url = f"http://127.0.0.1:{port}"
-    settings = Settings(url=url, api_key=KEY, sessions_dir=sessions, n_predict=8)
-    engine = RecordingEngine.for_settings(build_engine(settings), settings)
-    try:
+    with outside_server(llama_binary, gemma_model, "--api-key", KEY) as (url, pid):
+        OUTSIDE.add(pid)
+        settings = Settings(url=url, api_key=KEY, sessions_dir=sessions, n_predict=8)
+        engine = RecordingEngine.for_settings(build_engine(settings), settings)
         async with live_app(engine, settings, prompt_text="Hello") as (app, pilot):
             screen = screen_of(app)
             for _ in range(int(GIVE_UP_S / 0.5)):  # the outside server may still be loading
@@ -337,11 +305,7 @@ async def test_adopting_a_server_with_its_key_on_the_command_line(
             assert log_lines(app)
             assert not any(KEY in line for line in log_lines(app))
             assert KEY not in app.export_screenshot()
-    finally:
-        if outside.poll() is None:
-            outside.kill()
-        outside.wait()
-        OUTSIDE.discard(outside.pid)
+    OUTSIDE.discard(pid)
     written = [p for p in (state_dir() / "logs").glob("*.log")] + list(sessions.glob("*"))
     assert len(written) >= 2  # the relaunched server's log, the run's session
     for path in written:

@@ -63,8 +63,9 @@ CODE_PROMPT = (
 )
 
 
-def test_jsonl_records(gemma_model: Path) -> None:
-    result = spectui(
+def stream_code(gemma_model: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """`spectui stream` of the code prompt: ngram-simple, 80 tokens, then ``extra``."""
+    return spectui(
         "stream",
         "--model",
         str(gemma_model),
@@ -74,9 +75,12 @@ def test_jsonl_records(gemma_model: Path) -> None:
         CODE_PROMPT,
         "--n-predict",
         "80",
-        "--format",
-        "jsonl",
+        *extra,
     )
+
+
+def test_jsonl_records(gemma_model: Path) -> None:
+    result = stream_code(gemma_model, "--format", "jsonl")
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in result.stdout.splitlines()]
     tokens = [r for r in records if r["type"] == "token"]
@@ -102,17 +106,7 @@ def test_jsonl_records(gemma_model: Path) -> None:
 
 
 def test_text_without_tty_brackets_drafted_spans(gemma_model: Path) -> None:
-    result = spectui(
-        "stream",
-        "--model",
-        str(gemma_model),
-        "--spec-type",
-        "ngram-simple",
-        "--prompt",
-        CODE_PROMPT,
-        "--n-predict",
-        "80",
-    )
+    result = stream_code(gemma_model)
     assert result.returncode == 0, result.stderr
     assert "\x1b[" not in result.stdout
     assert "[" in result.stdout and "]" in result.stdout
