@@ -37,15 +37,14 @@ import httpx
 from common import gemma_model, llama_binary, median, until, write_result
 from textual.message import Message
 
+from spectui.app_setup import build_engine, recorder
 from spectui.config import Settings
 from spectui.core.events import ServerState
+from spectui.core.llama.server import free_port
 from spectui.core.prompts import builtin_prompt
-from spectui.core.recording import RecordingEngine
 from spectui.core.request import GenerationRequest
-from spectui.core.server import free_port
-from spectui.core.session import build_engine
 from spectui.ui.app import SpectuiApp
-from spectui.ui.messages import RunFinished
+from spectui.ui.messages import RunEnded
 
 GOAL = 0.98
 PROMPT_KEY = "code-edit"
@@ -134,14 +133,14 @@ def run_stream(
 async def run_tui(url: str) -> tuple[float, float, float]:
     """(server tok/s, this process's CPU seconds during the run, the run's seconds)."""
     settings = Settings(url=url, n_predict=N_PREDICT)
-    engine = RecordingEngine.for_settings(build_engine(settings), settings, recording=False)
-    finished: list[RunFinished] = []
+    engine = recorder(build_engine(settings), settings, recording=False)
+    finished: list[RunEnded] = []
 
     def hook(message: Message) -> None:
-        if isinstance(message, RunFinished):
+        if isinstance(message, RunEnded):
             finished.append(message)
 
-    app = SpectuiApp(engine, settings, prompt_text=request().prompt)
+    app = SpectuiApp(engine, settings, prompt=request().prompt)
     try:
         async with app.run_test(size=(120, 36), message_hook=hook):
             screen = app.main_screen

@@ -16,17 +16,17 @@ from collections.abc import AsyncIterator
 import httpx
 from streams import long_payloads
 
-from spectui.core.engine import ServerInfo
+from spectui.core.engine.base import ServerInfo
 from spectui.core.events import EngineEvent, ServerState, ServerStateEvent
+from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest
-from spectui.core.specconfig import SpecConfig
-from spectui.core.stream import StreamRun
+from spectui.core.stream.run import StreamRun
 
 TICK_S = 0.001
 
 
 class PacedEngine:
-    """Implements `spectui.core.engine.Engine`; every run replays the same stream."""
+    """Implements `spectui.core.engine.base.Engine`; every run replays the same stream."""
 
     def __init__(self, tokens: int, rate: float) -> None:
         self.rate = rate

@@ -24,7 +24,7 @@ from streams import long_payloads, sse_body
 
 from spectui.core.events import TokenEvent
 from spectui.core.request import GenerationRequest
-from spectui.core.stream import ChunkProcessor, StreamRun
+from spectui.core.stream.run import ChunkProcessor, StreamRun
 
 GOAL = 100_000
 TOKENS = 20_000

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from spectui.core.events import EngineEvent, TokenEvent
-from spectui.core.stream import ChunkProcessor
+from spectui.core.stream.run import ChunkProcessor
 
 CAPTURE = (
     Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "completion-ngram-simple.sse"

@@ -22,11 +22,10 @@ from textual import events
 from textual.message import Message
 from textual.widgets import OptionList
 
+from spectui.app_setup import build_engine, recorder
 from spectui.config import Settings
-from spectui.core import server as server_module
 from spectui.core.events import ServerState
-from spectui.core.recording import RecordingEngine
-from spectui.core.session import build_engine
+from spectui.core.llama import server as server_module
 from spectui.ui.app import SpectuiApp
 from spectui.ui.messages import ServerStateChanged
 from spectui.ui.screens.spec_picker import SpecPickerScreen
@@ -84,13 +83,13 @@ async def run(reps: int) -> list[dict[str, float]]:
     instrument(clock)
     settings = Settings(model=gemma_model(), spec_type="ngram-simple", n_predict=16)
     live = build_engine(settings)
-    engine = RecordingEngine.for_settings(live, settings, recording=False)
+    engine = recorder(live, settings, recording=False)
 
     def hook(message: Message) -> None:
         if isinstance(message, ServerStateChanged) and message.event.state is ServerState.READY:
             clock.ready.append(time.monotonic())
 
-    app = SpectuiApp(engine, settings, prompt_text="Hello")
+    app = SpectuiApp(engine, settings, prompt="Hello")
     records: list[dict[str, float]] = []
     try:
         async with app.run_test(size=(120, 36), message_hook=hook):

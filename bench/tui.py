@@ -92,7 +92,7 @@ async def one_run(pilot: Pilot[None], app: SpectuiApp) -> None:
 
 async def lag_and_cpu(tokens: int, rate: float) -> dict[str, float]:
     engine = PacedEngine(tokens, rate)
-    app = SpectuiApp(engine, Settings(n_predict=tokens), prompt_text="recorded stream")  # type: ignore[arg-type]
+    app = SpectuiApp(engine, Settings(n_predict=tokens), prompt="recorded stream")  # type: ignore[arg-type]
     with PaintLog() as log:
         async with app.run_test(size=SIZE) as pilot:
             await until(lambda: main_screen(app).state is ServerState.READY)
@@ -120,7 +120,7 @@ async def lag_and_cpu(tokens: int, rate: float) -> dict[str, float]:
 async def memory_growth(tokens: int, rate: float) -> dict[str, float]:
     engine = PacedEngine(tokens, rate)  # the replayed bytes are allocated before the baseline
     warm = PacedEngine(2000, rate)
-    app = SpectuiApp(warm, Settings(n_predict=tokens), prompt_text="recorded stream")  # type: ignore[arg-type]
+    app = SpectuiApp(warm, Settings(n_predict=tokens), prompt="recorded stream")  # type: ignore[arg-type]
     me = psutil.Process()
     async with app.run_test(size=SIZE) as pilot:
         await one_run(pilot, app)  # warm-up: imports, caches, first plots

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from spectui.core.binary import Capabilities, probe_capabilities
+from spectui.core.llama.binary import Capabilities, probe_capabilities
 
 
 @pytest.fixture(autouse=True)

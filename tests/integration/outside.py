@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from spectui.core.server import free_port
+from spectui.core.llama.server import free_port
 
 FAST = ("--no-warmup",)
 """The tests need a server, not a fast one: skip the warm-up run."""

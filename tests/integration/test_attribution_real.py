@@ -8,7 +8,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from spectui.app_setup import build_engine
 from spectui.config import Settings
+from spectui.core.engine.live import LiveEngine
 from spectui.core.events import (
     EngineEvent,
     ServerState,
@@ -18,10 +20,9 @@ from spectui.core.events import (
     TokenEvent,
     TokenOrigin,
 )
+from spectui.core.llama.protocol import ServerMetrics
 from spectui.core.prompts import builtin_prompt
-from spectui.core.protocol import ServerMetrics
 from spectui.core.request import GenerationRequest
-from spectui.core.session import LiveEngine, build_engine
 
 pytestmark = pytest.mark.server
 

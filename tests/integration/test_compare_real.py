@@ -21,13 +21,14 @@ from pathlib import Path
 import psutil
 import pytest
 
+from spectui.app_setup import compare_setup
 from spectui.cli import main
 from spectui.config import Settings
-from spectui.core.compare import CompareRunner, RunFinished
-from spectui.core.compare_models import ComparePlan
-from spectui.core.compare_setup import parse_configs, prepare
-from spectui.core.compare_store import CompareDocument, ServerOptions, load_document
-from spectui.core.prompt_files import load_prompts
+from spectui.core.compare.models import ComparePlan
+from spectui.core.compare.prompt_files import load_prompts
+from spectui.core.compare.runner import CompareRunner, RunFinished
+from spectui.core.compare.setup import parse_configs
+from spectui.core.compare.store import CompareDocument, ServerOptions, load_document
 
 from .test_cli_errors import spectui
 
@@ -89,7 +90,7 @@ def watch() -> Iterator[ServerWatch]:
 async def _interrupted_run(gemma_model: Path, llama_binary: Path, out: Path) -> CompareDocument:
     settings = Settings(model=gemma_model, server_bin=llama_binary)
     # A small context and no load-time warm-up keep restarts quick; the same for every config.
-    setup = prepare(settings, server=ServerOptions(ctx_size=1024, extra_args=["--no-warmup"]))
+    setup = compare_setup(settings, server=ServerOptions(ctx_size=1024, extra_args=["--no-warmup"]))
     configs = parse_configs(
         ["none", "ngram-simple", f"draft-simple --draft-model {gemma_model} --spec-draft-n-max 4"],
         setup.caps,

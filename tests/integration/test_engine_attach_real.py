@@ -9,11 +9,11 @@ import httpx
 import psutil
 import pytest
 
+from spectui.core.engine.live import LiveEngine
 from spectui.core.events import ServerState, ServerStateEvent, SummaryEvent
+from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.prompts import builtin_prompt
 from spectui.core.request import GenerationRequest
-from spectui.core.session import LiveEngine
-from spectui.core.specconfig import SpecConfig
 
 from .outside import outside_server
 

@@ -237,7 +237,7 @@ def test_crash_with_an_api_key_writes_no_key(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """An unexpected error mid-run: one line, a crash file with the traceback, never the key."""
-    from spectui.core import stream
+    from spectui.core.stream import run as stream
 
     calls: list[int] = []
     original = stream.ChunkProcessor.feed

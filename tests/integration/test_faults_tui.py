@@ -21,14 +21,14 @@ import pytest
 from textual import events
 from textual.pilot import Pilot
 
+from spectui.app_setup import build_engine, recorder
 from spectui.config import Settings, state_dir
-from spectui.core import procs
-from spectui.core.binary import Capabilities
-from spectui.core.engine import Engine
+from spectui.core.engine.base import Engine
 from spectui.core.events import ServerState
-from spectui.core.recording import RecordingEngine
-from spectui.core.session import build_engine
-from spectui.core.specconfig import SpecConfig
+from spectui.core.llama import procs
+from spectui.core.llama.binary import Capabilities
+from spectui.core.llama.specconfig import SpecConfig
+from spectui.core.prompts import BuiltinPrompt
 from spectui.ui.app import SpectuiApp
 from spectui.ui.screens.main import MainScreen
 from spectui.ui.screens.spec_picker import SpecPickerScreen
@@ -61,11 +61,11 @@ async def live_app(
     engine: Engine,
     settings: Settings,
     *,
-    prompt_text: str | None = None,
+    prompt: str | BuiltinPrompt | None = None,
     autorun: bool = False,
 ) -> AsyncIterator[tuple[SpectuiApp, Pilot[None]]]:
     """The app on ``engine`` under Pilot; the engine is closed afterwards, as `run_tui` does."""
-    app = SpectuiApp(engine, settings, prompt_text=prompt_text, autorun=autorun)
+    app = SpectuiApp(engine, settings, prompt=prompt, autorun=autorun)
     try:
         async with app.run_test(size=(110, 34)) as pilot:
             yield app, pilot
@@ -146,7 +146,7 @@ async def test_server_exits_during_load(gemma_model: Path, tmp_path: Path) -> No
 async def test_server_killed_mid_stream_then_retry(gemma_model: Path) -> None:
     settings = settings_for(gemma_model, spec_type="none", n_predict=4000)
     engine = build_engine(settings)
-    async with live_app(engine, settings, prompt_text=CODE_PROMPT, autorun=True) as (app, pilot):
+    async with live_app(engine, settings, prompt=CODE_PROMPT, autorun=True) as (app, pilot):
         screen = screen_of(app)
         await wait_for(pilot, lambda: len(screen.answer.view.model.tokens) >= 5, "tokens")
         pid = engine.info.pid
@@ -255,9 +255,9 @@ async def test_401(authed_server: str, key: str | None, says: str) -> None:
 async def test_api_key_never_on_screen_or_in_sessions(authed_server: str, tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     settings = Settings(url=authed_server, api_key=KEY, sessions_dir=sessions, n_predict=24)
-    engine = RecordingEngine.for_settings(build_engine(settings), settings, recording=False)
+    engine = recorder(build_engine(settings), settings, recording=False)
     prompt = f"Repeat after me: {KEY}"
-    async with live_app(engine, settings, prompt_text=prompt) as (app, pilot):
+    async with live_app(engine, settings, prompt=prompt) as (app, pilot):
         screen = screen_of(app)
         await wait_for(pilot, state_is(app, ServerState.READY), "ready")
         await pilot.press("ctrl+r", "r")  # record, then run
@@ -283,8 +283,8 @@ async def test_adopting_a_server_with_its_key_on_the_command_line(
     with outside_server(llama_binary, gemma_model, "--api-key", KEY) as (url, pid):
         OUTSIDE.add(pid)
         settings = Settings(url=url, api_key=KEY, sessions_dir=sessions, n_predict=8)
-        engine = RecordingEngine.for_settings(build_engine(settings), settings)
-        async with live_app(engine, settings, prompt_text="Hello") as (app, pilot):
+        engine = recorder(build_engine(settings), settings)
+        async with live_app(engine, settings, prompt="Hello") as (app, pilot):
             screen = screen_of(app)
             for _ in range(int(GIVE_UP_S / 0.5)):  # the outside server may still be loading
                 await wait_for(pilot, lambda: screen.operation is None, "attach over")
@@ -365,7 +365,7 @@ async def test_hammering_the_switch_key_never_runs_two_servers(
 ) -> None:
     settings = settings_for(gemma_model, n_predict=8)
     engine = build_engine(settings)
-    async with live_app(engine, settings, prompt_text=CODE_PROMPT, autorun=True) as (app, pilot):
+    async with live_app(engine, settings, prompt=CODE_PROMPT, autorun=True) as (app, pilot):
         screen = screen_of(app)
         await wait_for(pilot, state_is(app, ServerState.READY), "ready")
         with ServerCounter() as counter:

@@ -11,13 +11,13 @@ import httpx
 import psutil
 import pytest
 
-from spectui.core import procs
-from spectui.core.attach import attach
-from spectui.core.binary import Capabilities
 from spectui.core.errors import BinaryNotFoundError, ServerStartError, SpecConfigError
 from spectui.core.events import ServerState, ServerStateEvent
-from spectui.core.server import LaunchConfig, ManagedServer, port_is_free
-from spectui.core.specconfig import SpecConfig
+from spectui.core.llama import procs
+from spectui.core.llama.attach import attach
+from spectui.core.llama.binary import Capabilities
+from spectui.core.llama.server import LaunchConfig, ManagedServer, port_is_free
+from spectui.core.llama.specconfig import SpecConfig
 
 from .outside import launched_servers, outside_server
 

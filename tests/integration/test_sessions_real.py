@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
+from spectui.app_setup import recorder
 from spectui.cli import main
 from spectui.config import Settings
-from spectui.core.binary import Capabilities
+from spectui.core.engine.live import LiveEngine
 from spectui.core.events import MetricsEvent, ServerState, TokenEvent
-from spectui.core.recording import RecordingEngine
-from spectui.core.replay import ReplayClock, ReplayEngine, recompute
+from spectui.core.llama.binary import Capabilities
+from spectui.core.llama.server import LaunchConfig, ManagedServer
+from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest
-from spectui.core.server import LaunchConfig, ManagedServer
-from spectui.core.session import LiveEngine
-from spectui.core.sessionfile import read_session
-from spectui.core.specconfig import SpecConfig
+from spectui.core.sessions.file import read_session
+from spectui.core.sessions.replay import ReplayClock, ReplayEngine, recompute
 
 from .test_cli_errors import spectui
 from .test_stream_real import CODE_PROMPT
@@ -98,9 +98,7 @@ async def test_api_key_of_an_authenticated_server_is_never_recorded(
         states = [event.state async for event in server.start()]
         assert states[-1] is ServerState.READY
         settings = Settings(url=server.url, api_key=key, sessions_dir=tmp_path / "sessions")
-        engine = RecordingEngine.for_settings(
-            LiveEngine.attached(server.url, settings.api_key), settings
-        )
+        engine = recorder(LiveEngine.attached(server.url, settings.api_key), settings)
         assert [e async for e in engine.start()][-1].state is ServerState.READY  # type: ignore[union-attr]
         request = GenerationRequest(prompt=f"Repeat after me: {key} {key}", n_predict=16)
         events = [event async for event in engine.run(request)]

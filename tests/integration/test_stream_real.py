@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from spectui.app_setup import build_engine
 from spectui.config import Settings
 from spectui.core.events import ErrorEvent, ServerState, ServerStateEvent, TokenEvent
 from spectui.core.request import GenerationRequest
-from spectui.core.session import build_engine
 
 from .outside import launched_servers
 from .test_cli_errors import one_clear_line, spectui

@@ -15,12 +15,12 @@ from textual.message import Message
 from textual.pilot import Pilot
 from textual.widgets import OptionList
 
+from spectui.app_setup import build_engine
 from spectui.config import Settings
 from spectui.core.events import ServerState, TokenOrigin
 from spectui.core.prompts import builtin_prompt
-from spectui.core.session import build_engine
 from spectui.ui.app import SpectuiApp
-from spectui.ui.messages import RunFinished, TokensArrived
+from spectui.ui.messages import RunEnded, TokensArrived
 from spectui.ui.screens.main import MainScreen
 from spectui.ui.screens.spec_picker import SpecPickerScreen
 from spectui.ui.widgets.tokens import TokenView
@@ -60,7 +60,7 @@ async def until(
 def app_for(gemma_model: Path, spec_type: str, prompt_key: str = "code-edit") -> SpectuiApp:
     settings = Settings(model=gemma_model, spec_type=spec_type, n_predict=96)
     prompt = builtin_prompt(prompt_key)
-    return SpectuiApp(build_engine(settings), settings, prompt_text=prompt.text, autorun=True)
+    return SpectuiApp(build_engine(settings), settings, prompt=prompt.text, autorun=True)
 
 
 @asynccontextmanager
@@ -86,7 +86,7 @@ def idle(app: SpectuiApp, runs: int) -> Callable[[], bool]:
             and screen.state is ServerState.READY
             and not screen.running
             and screen.operation is None
-            and sum(isinstance(m, RunFinished) for m in posted_by[id(app)]) >= runs
+            and sum(isinstance(m, RunEnded) for m in posted_by[id(app)]) >= runs
         )
 
     return check
@@ -100,7 +100,7 @@ async def test_run_colours_switch_and_quit(gemma_model: Path) -> None:
     posted: list[Message] = posted_by.setdefault(id(app), [])
     async with closing(app), app.run_test(size=SIZE, message_hook=posted.append) as pilot:
         await until(pilot, idle(app, 1))
-        finished = [m for m in posted if isinstance(m, RunFinished)]
+        finished = [m for m in posted if isinstance(m, RunEnded)]
         summary = finished[0].summary.metrics
         arrived = [t for m in posted if isinstance(m, TokensArrived) for t in m.tokens]
         view = app.screen.query_one(TokenView)
@@ -128,7 +128,7 @@ async def test_run_colours_switch_and_quit(gemma_model: Path) -> None:
         assert new_pid != first_pid
         assert [p.pid for p in my_servers()] == [new_pid]
         assert app.engine.info.spec.types == ("none",)  # type: ignore[union-attr]
-        rerun = [m for m in posted if isinstance(m, RunFinished)][1].summary.metrics
+        rerun = [m for m in posted if isinstance(m, RunEnded)][1].summary.metrics
         assert rerun.drafted == 0 and rerun.tokens == summary.tokens
         # The previous run's numbers stay next to the current ones.
         assert screen_of(app).metrics.previous is not None
@@ -139,7 +139,7 @@ async def test_run_colours_switch_and_quit(gemma_model: Path) -> None:
 
 async def test_server_killed_mid_run_shows_failed(gemma_model: Path) -> None:
     settings = Settings(model=gemma_model, spec_type="none", n_predict=4000)
-    app = SpectuiApp(build_engine(settings), settings, prompt_text="Count: 1, 2, 3,", autorun=True)
+    app = SpectuiApp(build_engine(settings), settings, prompt="Count: 1, 2, 3,", autorun=True)
     posted: list[Message] = []
     async with closing(app), app.run_test(size=SIZE, message_hook=posted.append) as pilot:
         await until(pilot, lambda: any(isinstance(m, TokensArrived) for m in posted))

@@ -5,7 +5,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from spectui.core.compare import (
+from spectui.core.compare.models import (
+    CompareConfig,
+    CompareJob,
+    ComparePlan,
+    ComparePrompt,
+    RunRecord,
+)
+from spectui.core.compare.runner import (
     CompareEvent,
     CompareFinished,
     CompareStarted,
@@ -13,16 +20,9 @@ from spectui.core.compare import (
     RunStarting,
     ServerStatus,
 )
-from spectui.core.compare_models import (
-    CompareConfig,
-    CompareJob,
-    ComparePlan,
-    ComparePrompt,
-    RunRecord,
-)
-from spectui.core.compare_store import BinaryInfo, CompareDocument, ModelInfo, ServerOptions
+from spectui.core.compare.store import BinaryInfo, CompareDocument, ModelInfo, ServerOptions
 from spectui.core.events import ServerState
-from spectui.core.specconfig import SpecConfig
+from spectui.core.llama.specconfig import SpecConfig
 
 ANSWER = "| 6 | Farah | engineer | Dublin |"
 OTHER = "| 6 | Farah | designer | Dublin |"
@@ -96,7 +96,7 @@ class FakeCompareRunner:
                 record=self.document.runs[-1], done=len(records), total=len(self.jobs)
             )
             if self.fail_after == len(records):
-                from spectui.core.compare_store import ResultFileError
+                from spectui.core.compare.store import ResultFileError
 
                 raise ResultFileError("cannot write r.json: No space left on device")
             if self.pause_after == len(records):

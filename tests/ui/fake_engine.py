@@ -1,4 +1,4 @@
-"""A deterministic stand-in for `spectui.core.engine.Engine`, for Pilot tests and tmux tries.
+"""A deterministic stand-in for `spectui.core.engine.base.Engine`, for Pilot tests and tmux tries.
 
 Runs are generated from a seeded RNG: the same seed, spec and prompt always give the same tokens,
 steps, times and memory numbers (times are synthetic, from the event data, never the clock). The
@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spectui.core.engine import ServerInfo
+from spectui.core.engine.base import ServerInfo
 from spectui.core.errors import ServerStartError
 from spectui.core.events import (
     EngineEvent,
@@ -29,8 +29,8 @@ from spectui.core.events import (
     TokenEvent,
     TokenOrigin,
 )
+from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest
-from spectui.core.specconfig import SpecConfig
 
 SPEC_TYPES = ("none", "draft-simple", "draft-mtp", "ngram-simple", "ngram-mod")
 

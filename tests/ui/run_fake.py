@@ -44,7 +44,7 @@ def main() -> int:
     if args.n_predict:
         settings = settings.model_copy(update={"n_predict": args.n_predict})
         prompt = "Write a very long answer."
-    code = run_tui(engine, settings, prompt_text=prompt, autorun=args.run)
+    code = run_tui(engine, settings, prompt=prompt, autorun=args.run)
     line = f"exit {code}; engine closed {engine.close_calls} time(s)"
     if args.status_file:
         args.status_file.write_text(line + "\n")

@@ -9,13 +9,14 @@ from fake_engine import FakeEngine
 from textual.widgets import Static
 from ui_helpers import main_screen, settle
 
+from spectui.app_setup import recorder
 from spectui.config import Settings
 from spectui.core.events import ServerState, TokenEvent
-from spectui.core.recording import RecordingEngine
-from spectui.core.replay import ReplayClock, ReplayEngine, recompute
+from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest
-from spectui.core.sessionfile import Session, read_session
-from spectui.core.specconfig import SpecConfig
+from spectui.core.sessions.file import Session, read_session
+from spectui.core.sessions.recording import RecordingEngine
+from spectui.core.sessions.replay import ReplayClock, ReplayEngine, recompute
 from spectui.ui.app import SpectuiApp
 from spectui.ui.replay_app import ReplayApp
 from spectui.ui.screens.replay import ReplayColumn, ReplayPairScreen, ReplayScreen
@@ -113,7 +114,7 @@ async def test_two_sessions_side_by_side(tmp_path: Path) -> None:
 
 async def test_record_key_toggles_recording_and_the_banner(tmp_path: Path) -> None:
     settings = Settings(sessions_dir=tmp_path / "sessions")
-    engine = RecordingEngine.for_settings(FakeEngine(), settings, recording=False)
+    engine = recorder(FakeEngine(), settings, recording=False)
     app = SpectuiApp(engine, settings)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = main_screen(app)

@@ -15,9 +15,9 @@ from ui_helpers import main_screen, settle
 
 from spectui.config import Settings
 from spectui.core.events import ServerState, TokenOrigin
-from spectui.core.specconfig import SpecConfig
+from spectui.core.llama.specconfig import SpecConfig
 from spectui.ui.app import SpectuiApp
-from spectui.ui.messages import RunFailed, RunFinished, RunStarted, TokensArrived
+from spectui.ui.messages import RunEnded, RunFailed, RunStarted, TokensArrived
 from spectui.ui.screens.dialogs import ConfirmScreen, HelpScreen
 from spectui.ui.screens.spec_picker import SpecPickerScreen
 from spectui.ui.widgets.tokens import TokenView
@@ -61,7 +61,7 @@ async def test_run_attributes_every_token(engine: FakeEngine, make_app: MakeApp)
         assert [t for m in batches for t in m.tokens] == engine.emitted
         assert len(batches) < len(engine.emitted)
         assert sum(isinstance(m, RunStarted) for m in posted) == 1
-        finished = [m for m in posted if isinstance(m, RunFinished)]
+        finished = [m for m in posted if isinstance(m, RunEnded)]
         assert len(finished) == 1
         current = main_screen(app).metrics.current
         assert current is not None
@@ -235,7 +235,7 @@ async def test_stop_asks_the_engine_and_keeps_the_numbers(make_app: MakeApp) -> 
         await pilot.press("x")
         await settle(pilot, lambda: not screen.running and engine.active == 0)
         assert engine.cancel_calls == 1
-        finished = [m for m in posted if isinstance(m, RunFinished)]
+        finished = [m for m in posted if isinstance(m, RunEnded)]
         assert [m.summary.stop_reason for m in finished] == ["cancelled"]
         assert screen.state is ServerState.READY
         assert screen.metrics.current is not None
@@ -339,7 +339,7 @@ async def test_prompt_picker_changes_the_request(engine: FakeEngine, make_app: M
 
 async def test_prompt_text_and_no_model_screen(settings: Settings) -> None:
     engine = FakeEngine()
-    app = SpectuiApp(engine, settings, prompt_text="Tell me a story", autorun=True)
+    app = SpectuiApp(engine, settings, prompt="Tell me a story", autorun=True)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, _done(app))
         assert engine.runs[0].prompt == "Tell me a story"
@@ -359,7 +359,7 @@ async def test_answer_follows_the_end_unless_scrolled_up() -> None:
     gate = asyncio.Event()
     engine = FakeEngine(run_gate=gate, hold_after=300)
     settings = Settings(n_predict=600)
-    app = SpectuiApp(engine, settings, prompt_text="Go on and on", autorun=True)
+    app = SpectuiApp(engine, settings, prompt="Go on and on", autorun=True)
     async with app.run_test(size=(80, 24)) as pilot:
         view = app.screen.query_one(TokenView)
         await settle(pilot, lambda: len(engine.emitted) >= 300 and view.max_scroll_y > 10)

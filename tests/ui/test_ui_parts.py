@@ -1,5 +1,5 @@
 """Unit tests of the TUI's parts that need no running app: batching, the token model, themes,
-formatting, remembered state, and `run_tui_async`'s guarantees."""
+formatting, remembered state, and the lifecycle's guarantees."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from fake_engine import FakeEngine
+from textual.color import Color
+from textual.strip import Strip
 
 from spectui.config import Settings
 from spectui.core.events import (
@@ -25,12 +27,12 @@ from spectui.core.events import (
     TokenOrigin,
 )
 from spectui.ui import format as fmt
-from spectui.ui.app import SpectuiApp, run_tui_async
+from spectui.ui.app import SpectuiApp
 from spectui.ui.bridge import EventBatcher, pump
 from spectui.ui.messages import (
     MemorySampled,
     MetricsUpdated,
-    RunFinished,
+    RunEnded,
     ServerStateChanged,
     TokensArrived,
 )
@@ -43,6 +45,8 @@ from spectui.ui.themes import (
     load_theme,
     shipped_theme_dir,
 )
+from spectui.ui.widgets.metrics import MetricsPane
+from spectui.ui.widgets.metrics import RunRecord as PaneRecord
 from spectui.ui.widgets.tokens import TokenLog
 
 
@@ -75,7 +79,7 @@ def test_lifecycle_events_flush_first() -> None:
     assert [type(m) for m in out] == [TokensArrived, ServerStateChanged]
     batcher.add(token(1))
     out = batcher.add(SummaryEvent(metrics=RunMetrics(tokens=2)))
-    assert [type(m) for m in out] == [TokensArrived, RunFinished]
+    assert [type(m) for m in out] == [TokensArrived, RunEnded]
     assert batcher.terminal_seen
 
 
@@ -91,7 +95,7 @@ async def test_pump_delivers_everything_in_order() -> None:
     assert await pump(events(), posted.append)
     tokens = [t.index for m in posted if isinstance(m, TokensArrived) for t in m.tokens]
     assert tokens == list(range(300))
-    assert isinstance(posted[-1], RunFinished)
+    assert isinstance(posted[-1], RunEnded)
 
 
 async def test_pump_flushes_when_the_stream_goes_quiet() -> None:
@@ -197,6 +201,45 @@ async def test_broken_user_theme_falls_back_to_the_default(tmp_path: Path) -> No
         assert app.theme_variables["spec-accepted"]
 
 
+# -- the metrics pane ---------------------------------------------------------------------------
+
+
+async def test_metrics_pane_warns_only_when_attribution_did_not_fit() -> None:
+    app = SpectuiApp(FakeEngine(), Settings())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        pane = app.screen.query_one(MetricsPane)
+
+        def drawn() -> list[Strip]:
+            return [pane.render_line(y) for y in range(pane.size.height)]
+
+        pane.begin(PaneRecord("ngram-simple", "table-row", RunMetrics(tokens=40)))
+        await pilot.pause()
+        clean = drawn()
+        assert not any("anomal" in strip.text for strip in clean)
+
+        pane.begin(
+            PaneRecord("ngram-map-k", "table-row", RunMetrics(tokens=40, attribution_anomalies=3))
+        )
+        await pilot.pause()
+        lines = drawn()
+        assert len(lines) > len(clean)
+        text = " ".join(strip.text.strip() for strip in lines)
+        assert "⚠ 3 attribution anomalies in this run: draft/target counts may be off" in text
+        assert "previous run" not in text
+        warning = next(strip for strip in lines if "⚠" in strip.text)
+        style = next(seg.style for seg in warning if "⚠" in seg.text)
+        assert style is not None and style.color is not None
+        assert style.color.triplet == Color.parse(app.theme_variables["warning"]).rich_color.triplet
+
+        # The next run: the warning now concerns the previous run.
+        pane.begin(PaneRecord("ngram-simple", "table-row", RunMetrics(tokens=40)))
+        await pilot.pause()
+        text = " ".join(pane.render_line(y).text.strip() for y in range(pane.size.height))
+        assert "⚠ 3 attribution anomalies in the previous run" in text
+        assert "in this run" not in text
+
+
 # -- formatting and remembered state ------------------------------------------------------------
 
 
@@ -224,7 +267,7 @@ def test_ui_state_round_trip(tmp_path: Path) -> None:
     assert UiState.load(path) == UiState()
 
 
-# -- run_tui_async: the engine is closed on every exit ------------------------------------------
+# -- SpectuiApp.run_guarded (spectui.lifecycle): the engine is closed on every exit ----------
 
 
 class ExplodingEngine(FakeEngine):
@@ -237,7 +280,7 @@ class ExplodingEngine(FakeEngine):
 
 async def test_engine_closed_when_the_app_crashes() -> None:
     engine = ExplodingEngine()
-    code = await run_tui_async(SpectuiApp(engine, Settings()), headless=True)
+    code = await SpectuiApp(engine, Settings()).run_guarded(headless=True)
     assert code != 0
     assert engine.close_calls == 1
 
@@ -256,7 +299,7 @@ async def test_sighup_exits_cleanly_and_closes_the_engine() -> None:
     before = signal.signal(signal.SIGHUP, lambda signum, frame: seen.append(signum))
     try:
         engine = HangupEngine()
-        code = await run_tui_async(SpectuiApp(engine, Settings()), headless=True)
+        code = await SpectuiApp(engine, Settings()).run_guarded(headless=True)
         assert code == 129
         assert engine.close_calls == 1
         assert seen == []  # the app handled it, not the handler that was there before...
@@ -280,7 +323,7 @@ class HangingEngine(HangupEngine):
 async def test_hung_shutdown_after_a_signal_ends_the_process(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import spectui.ui.app as app_module
+    import spectui.lifecycle as lifecycle
 
     engine = HangingEngine()
     loop = asyncio.get_running_loop()
@@ -290,24 +333,26 @@ async def test_hung_shutdown_after_a_signal_ends_the_process(
         hard_exits.append(code)
         loop.call_soon_threadsafe(engine.release.set)
 
-    monkeypatch.setattr(app_module, "EXIT_GRACE_S", 0.01)
-    monkeypatch.setattr(app_module, "_hard_exit", fake_hard_exit)
+    monkeypatch.setattr(lifecycle, "EXIT_GRACE_S", 0.01)
+    monkeypatch.setattr(lifecycle, "hard_exit", fake_hard_exit)
     before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
-        code = await run_tui_async(SpectuiApp(engine, Settings()), headless=True)
+        code = await SpectuiApp(engine, Settings()).run_guarded(headless=True)
     finally:
         signal.signal(signal.SIGHUP, before)
     assert code == 129
     assert hard_exits == [129]
 
 
-def test_initial_prompt_recognises_a_builtin() -> None:
+def test_initial_prompt_of_a_builtin() -> None:
     from spectui.core.prompts import builtin_prompt
     from spectui.ui.app import initial_prompt
 
     settings = Settings()
     assert initial_prompt(settings, None).key == "table-row"
     two_lines = builtin_prompt("two-lines")
-    choice = initial_prompt(settings, two_lines.text)  # what `--builtin two-lines` passes
+    choice = initial_prompt(settings, two_lines)  # what `--builtin two-lines` passes
     assert (choice.key, choice.request.n_predict) == ("two-lines", two_lines.n_predict)
+    explicit = initial_prompt(Settings(n_predict=3000), two_lines)
+    assert (explicit.key, explicit.request.n_predict) == ("two-lines", 3000)
     assert initial_prompt(settings, "Hello").key == "custom"

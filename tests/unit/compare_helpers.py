@@ -6,16 +6,16 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spectui.core.checkers import Checker
-from spectui.core.compare_models import (
+from spectui.core.compare.checkers import Checker
+from spectui.core.compare.models import (
     CompareConfig,
     ComparePlan,
     ComparePrompt,
     RunRecord,
     Sampling,
 )
-from spectui.core.compare_store import BinaryInfo, CompareDocument, ModelInfo, ServerOptions
-from spectui.core.engine import ServerInfo
+from spectui.core.compare.store import BinaryInfo, CompareDocument, ModelInfo, ServerOptions
+from spectui.core.engine.base import ServerInfo
 from spectui.core.events import (
     EngineEvent,
     ErrorEvent,
@@ -26,8 +26,9 @@ from spectui.core.events import (
     TokenEvent,
     TokenOrigin,
 )
+from spectui.core.llama.binary import Capabilities, parse_help
+from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest
-from spectui.core.specconfig import SpecConfig
 
 
 def config(text: str) -> CompareConfig:
@@ -55,11 +56,9 @@ def plan(
 
 
 def document(p: ComparePlan) -> CompareDocument:
+    setup = FakeSetup()
     return CompareDocument.new(
-        p,
-        binary=BinaryInfo(path="/opt/llama-server", version="b1"),
-        model=ModelInfo(path="/models/m.gguf", size_bytes=123),
-        server=ServerOptions(ctx_size=4096),
+        p, binary=setup.binary_info, model=setup.model_info, server=setup.server
     )
 
 
@@ -205,3 +204,27 @@ class ScriptedEngine:
 
 def help_caps_path() -> Path:
     return Path(__file__).parent.parent / "fixtures" / "help.txt"
+
+
+@dataclass
+class FakeSetup:
+    """Stands in for `CompareSetup` (the same binary and model as `document`): its engines are
+    `ScriptedEngine`s, so `spectui compare` runs without a server."""
+
+    engines: list[ScriptedEngine] = field(default_factory=list)
+    """Every engine handed out."""
+    binary_info: BinaryInfo = field(
+        default_factory=lambda: BinaryInfo(path="/opt/llama-server", version="b1")
+    )
+    model_info: ModelInfo = field(
+        default_factory=lambda: ModelInfo(path="/models/m.gguf", size_bytes=123)
+    )
+    server: ServerOptions = field(default_factory=lambda: ServerOptions(ctx_size=4096))
+
+    @property
+    def caps(self) -> Capabilities:
+        return parse_help(help_caps_path().read_text())
+
+    def engine(self, spec: SpecConfig) -> ScriptedEngine:
+        self.engines.append(ScriptedEngine(spec=spec))
+        return self.engines[-1]

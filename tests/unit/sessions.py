@@ -8,13 +8,13 @@ from pathlib import Path
 
 import httpx
 
-from spectui.core.engine import ServerInfo
+from spectui.core.engine.base import ServerInfo
 from spectui.core.events import EngineEvent, MemoryEvent, ServerState, ServerStateEvent
-from spectui.core.memory import MemorySampler
-from spectui.core.recording import RecordingEngine
+from spectui.core.llama.memory import MemorySampler
+from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest
-from spectui.core.specconfig import SpecConfig
-from spectui.core.stream import StreamRun
+from spectui.core.sessions.recording import RecordingEngine
+from spectui.core.stream.run import StreamRun
 
 from .sse import FIXTURES
 
@@ -50,8 +50,10 @@ class FakeMemory(MemorySampler):
 class CaptureEngine:
     """The `Engine` protocol over a recorded SSE capture (no server, no network)."""
 
-    def __init__(self, capture: str = "completion-ngram-simple.sse") -> None:
+    def __init__(self, capture: str = "completion-ngram-simple.sse", body: bytes = b"") -> None:
         self.capture = capture
+        self.body = body
+        """The SSE stream to send instead of the capture's (a hand-made one)."""
         self.runs = 0
 
     @property
@@ -78,7 +80,7 @@ class CaptureEngine:
 
     async def run(self, request: GenerationRequest) -> AsyncIterator[EngineEvent]:
         self.runs += 1
-        body = (FIXTURES / self.capture).read_bytes()
+        body = self.body or (FIXTURES / self.capture).read_bytes()
 
         def handler(_: httpx.Request) -> httpx.Response:
             return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
@@ -109,10 +111,15 @@ REQUEST = GenerationRequest(prompt="def add(a, b):", n_predict=120)
 
 
 async def record_capture(
-    path: Path, *, capture: str = "completion-ngram-simple.sse", secrets: tuple[str, ...] = ()
+    path: Path,
+    *,
+    capture: str = "completion-ngram-simple.sse",
+    secrets: tuple[str, ...] = (),
+    body: bytes = b"",
 ) -> list[EngineEvent]:
-    """Record one run of ``capture`` to ``path``; returns the events the consumer saw."""
+    """Record one run of ``capture`` (or of the SSE ``body``) to ``path``; returns the events the
+    consumer saw."""
     engine = RecordingEngine(
-        CaptureEngine(capture), sessions_dir=path.parent, path=path, secrets=secrets
+        CaptureEngine(capture, body), sessions_dir=path.parent, path=path, secrets=secrets
     )
     return [event async for event in engine.run(REQUEST)]

@@ -8,10 +8,10 @@ import httpx
 import pytest
 import respx
 
-from spectui.core.attach import attach, find_local_pid
-from spectui.core.binary import parse_help
 from spectui.core.errors import ServerConnectionError
-from spectui.core.specconfig import SpecConfig
+from spectui.core.llama.attach import attach, find_local_pid
+from spectui.core.llama.binary import parse_help
+from spectui.core.llama.specconfig import SpecConfig
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 REMOTE = "http://llama.example.invalid:8080"  # .invalid never resolves: surely not this machine

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from spectui.core.attribution import Attributor, ChunkCounters
 from spectui.core.events import StepEvent, TokenEvent, TokenOrigin
-from spectui.core.protocol import ServerMetrics
-from spectui.core.stream import ChunkProcessor
+from spectui.core.llama.protocol import ServerMetrics
+from spectui.core.stream.attribution import Attributor, ChunkCounters
+from spectui.core.stream.run import ChunkProcessor
 
 from .sse import FIXTURES, sse_payloads
+
+
+def completion(text: str, n: int, drafted: int = 0, accepted: int = 0) -> str:
+    """A `/completion` chunk's payload with cumulative counters."""
+    timings = {"predicted_n": n, "draft_n": drafted, "draft_n_accepted": accepted}
+    return json.dumps({"content": text, "tokens_predicted": n, "timings": timings})
 
 
 def process(name: str, *, chat: bool = False) -> tuple[ChunkProcessor, list[TokenEvent]]:
@@ -43,6 +51,7 @@ def test_captures_reproduce_server_counters(
     assert len(token_events) == summary.tokens == tokens
     assert (summary.drafted, summary.accepted, summary.steps) == (drafted, accepted, steps)
     assert summary.accepted_per_position == histogram
+    assert summary.attribution_anomalies == 0  # real captures fit the model
     # Every accepted draft shows up as exactly one draft-origin token.
     assert sum(t.origin is TokenOrigin.DRAFT for t in token_events) == accepted
     assert [t.index for t in token_events] == list(range(tokens))
@@ -115,3 +124,19 @@ def test_chunk_without_new_tokens_emits_nothing() -> None:
     attributor = Attributor()
     attributor.feed(counters("a", 1))
     assert attributor.feed(counters("", 1)) == []
+
+
+def test_counters_that_do_not_fit_are_counted_into_the_numbers() -> None:
+    # A step that accepts 3 drafts releases them over this chunk and the next two; a second
+    # step reported one chunk later does not fit (two of the first step's drafts never came).
+    processor = ChunkProcessor(chat=False)
+    processor.feed(completion("a", 1), t=0.0)
+    processor.feed(completion("b", 2, drafted=4, accepted=3), t=0.1)
+    assert processor.snapshot(0.1).attribution_anomalies == 0
+    processor.feed(completion("c", 3, drafted=8, accepted=5), t=0.2)
+    assert processor.attributor.anomalies == 1
+    assert processor.snapshot(0.2).attribution_anomalies == 1
+    processor.feed(completion("d", 4, drafted=12, accepted=8), t=0.3)
+    summary = processor.summary(t=0.4).metrics
+    assert summary.attribution_anomalies == 2
+    assert (summary.tokens, summary.steps, summary.drafted, summary.accepted) == (4, 3, 12, 8)

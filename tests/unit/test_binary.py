@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core.binary import (
+from spectui.core.errors import BinaryNotFoundError
+from spectui.core.llama.binary import (
     ENV_VAR,
     Capabilities,
     find_llama_server,
@@ -18,7 +19,6 @@ from spectui.core.binary import (
     parse_version,
     probe_capabilities,
 )
-from spectui.core.errors import BinaryNotFoundError
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 

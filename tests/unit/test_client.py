@@ -9,8 +9,8 @@ import httpx
 import pytest
 import respx
 
-from spectui.core.client import HealthState, ServerClient, normalize_url
 from spectui.core.errors import AuthError, ServerConnectionError
+from spectui.core.llama.client import HealthState, ServerClient, normalize_url
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 URL = "http://127.0.0.1:8080"
@@ -205,7 +205,7 @@ async def test_http_is_shared_and_closed() -> None:
 
 
 async def test_credentials_in_the_url_never_reach_a_message() -> None:
-    from spectui.core.client import ServerClient
+    from spectui.core.llama.client import ServerClient
 
     client = ServerClient("http://user:hunter2@127.0.0.1:9/?token=abc")
     try:

@@ -1,8 +1,9 @@
-"""Checkers (JSON fields, regex, Python asserts in a subprocess), the divergence diff, and
-prompt files in TOML / JSON Lines."""
+"""Checkers (JSON fields, regex, Python asserts in a subprocess), the divergence diff, prompt
+files in TOML / JSON Lines, and which python checkers are trusted to run."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from pathlib import Path
@@ -10,9 +11,15 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from spectui.core.checkers import Checker, find_json, run_checker
-from spectui.core.prompt_files import PromptFileError, load_prompts
-from spectui.core.textdiff import first_divergence, token_ends
+from spectui.commands import compare as compare_command
+from spectui.config import Settings
+from spectui.core.compare.checkers import Checker, find_json, run_checker
+from spectui.core.compare.export import to_markdown
+from spectui.core.compare.prompt_files import PromptFileError, load_prompts
+from spectui.core.compare.store import CompareDocument, dump_document, load_document, write_atomic
+from spectui.core.compare.textdiff import first_divergence, token_ends
+
+from .compare_helpers import FakeSetup, document, plan
 
 # --- diff ---------------------------------------------------------------------------------------
 
@@ -219,3 +226,91 @@ def test_bad_prompt_files_give_one_clear_line(
 def test_unknown_builtin_prompt() -> None:
     with pytest.raises(PromptFileError, match="no built-in prompt 'nope'"):
         load_prompts("builtin:table-row,nope")
+
+
+# --- trust: python checkers run code ------------------------------------------------------------
+
+
+def _marking(marker: Path) -> str:
+    """A python checker that leaves a line in ``marker`` each time it runs (and passes)."""
+    return f"open({str(marker)!r}, 'a').write('ran\\n')"
+
+
+async def test_untrusted_python_part_is_skipped_and_data_parts_still_run(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    checker = Checker(regex="forty", python=_marking(marker))
+    skipped = await run_checker(checker, "forty two", trust_code=False)
+    assert (skipped.status, skipped.passed) == ("skipped", False)
+    assert "not run" in skipped.detail
+    wrong = await run_checker(checker, "fifty", trust_code=False)
+    assert wrong.status == "failed"  # the regex is data: it still decides
+    assert not marker.exists()
+    assert (await run_checker(checker, "forty two")).passed
+    assert marker.read_text() == "ran\n"
+
+
+async def _run_compare(
+    monkeypatch: pytest.MonkeyPatch, **args: object
+) -> tuple[FakeSetup, CompareDocument]:
+    """`spectui compare` with ``args`` on scripted engines; the results document it wrote."""
+    setup = FakeSetup()
+    monkeypatch.setattr(compare_command, "compare_setup", lambda settings, **_: setup)
+    code = await compare_command._compare(Settings(), argparse.Namespace(no_chart=True, **args))
+    assert code == 0
+    out = args.get("resume") or args["json_out"]
+    assert isinstance(out, Path)
+    return setup, load_document(out)
+
+
+def _untrusted_file(tmp_path: Path, marker: Path) -> Path:
+    """A results file someone sent: one prompt whose checker is python code."""
+    checks = {"a": Checker(python=_marking(marker))}
+    path = tmp_path / "r.json"
+    write_atomic(path, dump_document(document(plan(("none",), ("a",), reps=1, checks=checks))))
+    return path
+
+
+async def test_resume_skips_a_results_files_python_checkers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    marker = tmp_path / "ran"
+    path = _untrusted_file(tmp_path, marker)
+    setup, doc = await _run_compare(monkeypatch, resume=path)
+    assert not marker.exists()
+    err = capsys.readouterr().err
+    assert (
+        f"spectui: skipping 1 python checker from {path} (they run code); "
+        "pass --trust-checkers to run them"
+    ) in err
+    assert [r.check_status for r in doc.runs] == ["skipped", "skipped"]
+    assert len(setup.engines[0].log) == 3  # it did run: a start and two generations
+    row = doc.summary[0]
+    assert (row.checked, row.check_failures) == (0, 0)  # neither passed nor failed
+    assert "Checker failures" not in to_markdown(doc)
+
+
+async def test_resume_with_trust_checkers_runs_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    marker = tmp_path / "ran"
+    path = _untrusted_file(tmp_path, marker)
+    _, doc = await _run_compare(monkeypatch, resume=path, trust_checkers=True)
+    assert marker.read_text() == "ran\n" * 2  # the warm-up and the counted run
+    assert [r.check_status for r in doc.runs] == ["passed", "passed"]
+    assert "skipping" not in capsys.readouterr().err
+
+
+async def test_a_prompt_file_named_on_the_command_line_is_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    marker = tmp_path / "ran"
+    prompts = tmp_path / "p.toml"
+    prompts.write_text(
+        f"[[prompts]]\nkey = 'a'\ntext = 'x'\n[prompts.check]\npython = '''{_marking(marker)}'''\n"
+    )
+    _, doc = await _run_compare(
+        monkeypatch, configs=["none"], prompts=str(prompts), reps=1, json_out=tmp_path / "r.json"
+    )
+    assert marker.read_text() == "ran\n" * 2
+    assert [r.check_status for r in doc.runs] == ["passed", "passed"]
+    assert "skipping" not in capsys.readouterr().err

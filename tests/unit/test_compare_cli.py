@@ -7,8 +7,8 @@ from pathlib import Path
 from rich.console import Console
 
 from spectui.commands.compare_view import chart_text, run_line, summary_table
-from spectui.core.compare import RunFinished
-from spectui.core.compare_store import CompareDocument
+from spectui.core.compare.runner import RunFinished
+from spectui.core.compare.store import CompareDocument
 
 from .compare_helpers import document, plan, record
 
@@ -54,8 +54,8 @@ def test_run_line_for_logs() -> None:
 
 
 def test_labels_with_brackets_print_as_written() -> None:
-    from spectui.core.compare_models import CompareConfig
-    from spectui.core.specconfig import SpecConfig
+    from spectui.core.compare.models import CompareConfig
+    from spectui.core.llama.specconfig import SpecConfig
 
     p = plan(("none",), ("a",), reps=1)
     spec = SpecConfig(types=("draft-simple",), draft_model=Path("/m/x.gguf"))

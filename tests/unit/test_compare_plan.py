@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core.binary import Capabilities, parse_help
-from spectui.core.compare_setup import CompareSetupError, parse_configs
+from spectui.core.compare.setup import CompareSetupError, parse_configs
 from spectui.core.errors import SpecConfigError
+from spectui.core.llama.binary import Capabilities, parse_help
 
 from .compare_helpers import help_caps_path, plan
 

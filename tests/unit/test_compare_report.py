@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from spectui.core.compare_models import RunRecord
-from spectui.core.report import SummaryRow, annotate, report_rows, summarise
+from spectui.core.compare.models import RunRecord
+from spectui.core.compare.verdict import SummaryRow, annotate, report_rows, summarise
 
 from .compare_helpers import plan, record
 
@@ -103,6 +103,13 @@ def test_checker_failing_equally_everywhere_costs_nothing() -> None:
         r.model_copy(update={"check_status": "failed"}) for r in _pairs([1000] * 3, [500] * 3)
     ]
     assert _rows(records)[("ngram-simple", "a")].verdict == "keep"
+
+
+def test_a_skipped_checker_is_neither_a_pass_nor_a_failure() -> None:
+    records = _pairs([1000] * 3, [500] * 3, check_status="skipped")  # untrusted python checker
+    row = _rows(records)[("ngram-simple", "a")]
+    assert row.verdict == "keep"
+    assert (row.checked, row.check_failures) == (0, 0)
 
 
 def test_failures_and_pending() -> None:

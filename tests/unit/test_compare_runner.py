@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core.checkers import Checker
-from spectui.core.compare import (
+from spectui.core.compare.checkers import Checker
+from spectui.core.compare.export import CSV_FIELDS, to_csv, to_markdown
+from spectui.core.compare.runner import (
     CompareEvent,
     CompareFinished,
     CompareRunner,
     ConfigFailed,
     RunFinished,
 )
-from spectui.core.compare_export import CSV_FIELDS, to_csv, to_markdown
-from spectui.core.compare_store import (
+from spectui.core.compare.store import (
     BinaryInfo,
     ModelInfo,
     ResultFileError,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core.binary import ENV_VAR
-from spectui.core.doctor import DEMO_PACKAGE, DoctorReport, doctor_report, format_doctor
+from spectui.core.llama.binary import ENV_VAR
+from spectui.core.llama.doctor import DEMO_PACKAGE, DoctorReport, doctor_report, format_doctor
 
 HELP = Path(__file__).parent.parent / "fixtures" / "help.txt"
 CAT = shutil.which("cat")  # looked up at import: the fixture below empties PATH

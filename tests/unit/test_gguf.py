@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from spectui.core.errors import ModelError
-from spectui.core.gguf import check_gguf
+from spectui.core.llama.gguf import check_gguf
 
 
 def _file(tmp_path: Path, content: bytes, name: str = "model.gguf") -> Path:

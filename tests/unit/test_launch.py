@@ -12,12 +12,12 @@ import psutil
 import pytest
 from pydantic import SecretStr
 
-from spectui.core import procs
-from spectui.core.binary import Capabilities, parse_help
 from spectui.core.errors import ServerStartError, SpecConfigError
-from spectui.core.launch import LaunchConfig, host_for_url, redacted
-from spectui.core.logbuffer import ServerLog, new_log_file
-from spectui.core.specconfig import SpecConfig
+from spectui.core.llama import procs
+from spectui.core.llama.binary import Capabilities, parse_help
+from spectui.core.llama.launch import LaunchConfig, host_for_url, redacted
+from spectui.core.llama.logbuffer import ServerLog, new_log_file
+from spectui.core.llama.specconfig import SpecConfig
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 BIN = Path("/opt/llama/llama-server")
@@ -152,18 +152,28 @@ def test_kill_all_sync_kills_registered_groups() -> None:
 
 
 # A child Python that launches a sleeper the way ManagedServer launches llama-server, registers
-# it, installs the signal handlers, prints the sleeper's pid, then waits to be killed.
+# it, and runs a command body under `spectui.lifecycle.run_guarded` (what `stream` and `compare`
+# run) with an engine whose close stops the registered servers, then exits with its status.
 _PARENT = """
-import subprocess, sys, time
-from spectui.core import procs
+import asyncio, subprocess, sys
+from spectui.core.llama import procs
+from spectui.lifecycle import run_guarded
 sleeper = subprocess.Popen(
     [sys.executable, "-c", "import time; time.sleep(600)"],
     start_new_session=True, preexec_fn=procs.die_with_parent,
 )
 procs.register(sleeper.pid)
-procs.install_signal_handlers()
-print(sleeper.pid, flush=True)
-time.sleep(600)
+
+class Engine:
+    async def aclose(self):
+        await asyncio.to_thread(procs.kill_all_sync)
+
+async def body():
+    print(sleeper.pid, flush=True)
+    await asyncio.sleep(600)
+    return 0
+
+sys.exit(asyncio.run(run_guarded(Engine(), body())))
 """
 
 

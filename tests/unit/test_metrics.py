@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from spectui.core.events import MemoryEvent, StepEvent, TokenEvent, TokenOrigin
-from spectui.core.metrics import MetricsTracker
+from spectui.core.stream.metrics import MetricsTracker
 
 
 def token(i: int, t: float, origin: TokenOrigin = TokenOrigin.TARGET) -> TokenEvent:

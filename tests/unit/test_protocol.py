@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from spectui.core.protocol import ErrorBody, Props, ServerMetrics, Slot
+from spectui.core.llama.protocol import ErrorBody, Props, ServerMetrics, Slot
 
 from .sse import FIXTURES
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from spectui.app_setup import launch_flags, recorder, recorder_for
 from spectui.config import Settings
 from spectui.core.events import (
     EngineEvent,
@@ -16,22 +17,20 @@ from spectui.core.events import (
     TokenOrigin,
     engine_event_adapter,
 )
-from spectui.core.recording import (
-    RecordingEngine,
-    header_for,
-    launch_flags,
-    recorded,
-    recorder_for,
-    recording_notes,
-)
 from spectui.core.request import GenerationRequest
-from spectui.core.sessionfile import (
+from spectui.core.sessions.file import (
     SCHEMA_VERSION,
     SessionError,
     SessionHeader,
     SessionWriter,
     read_session,
     redact_flags,
+)
+from spectui.core.sessions.recording import (
+    RecordingEngine,
+    header_for,
+    recorded,
+    recording_notes,
 )
 
 from .sessions import REQUEST, CaptureEngine, record_capture
@@ -82,7 +81,7 @@ class LeakyEngine(CaptureEngine):
 async def test_api_key_never_reaches_the_file(tmp_path: Path) -> None:
     key = "sk-very-secret-42"
     settings = Settings(api_key=key, url="http://127.0.0.1:9", server_args=["--api-key", key])
-    engine = RecordingEngine.for_settings(LeakyEngine(key), settings, path=tmp_path / "k.jsonl")
+    engine = recorder(LeakyEngine(key), settings, path=tmp_path / "k.jsonl")
     async for _ in engine.run(REQUEST):
         pass
     text = (tmp_path / "k.jsonl").read_text()

@@ -14,7 +14,7 @@ import pytest
 from spectui.cli import main
 from spectui.commands.stream import summary_record
 from spectui.core.events import TokenEvent
-from spectui.core.sessionfile import read_session
+from spectui.core.sessions.file import read_session
 
 from .sessions import record_capture
 

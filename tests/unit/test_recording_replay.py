@@ -4,6 +4,7 @@ clock keeps recorded timing (never early), pauses, steps token by token and shar
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,9 @@ from spectui.core.events import (
     TokenEvent,
     TokenOrigin,
 )
-from spectui.core.recording import header_for
-from spectui.core.replay import INCOMPLETE, ReplayClock, ReplayEngine, recompute
-from spectui.core.sessionfile import Session, read_session
+from spectui.core.sessions.file import Session, read_session
+from spectui.core.sessions.recording import header_for
+from spectui.core.sessions.replay import INCOMPLETE, ReplayClock, ReplayEngine, recompute
 
 from .sessions import REQUEST, CaptureEngine, record_capture
 
@@ -46,6 +47,52 @@ async def test_recomputed_snapshots_equal_the_live_ones(tmp_path: Path) -> None:
     replayed = [e for e in recompute(session).events if isinstance(e, MetricsEvent)]
     assert len(recorded) > 3
     assert replayed == recorded
+
+
+def misfit_stream(tokens: int = 30) -> bytes:
+    """A /completion stream whose counters do not fit attribution: every other token starts a
+    step that accepted 3 drafts, so each step begins before the last one's drafts all came."""
+    lines = []
+    drafted = accepted = 0
+    for n in range(1, tokens + 1):
+        if n % 2 == 0:
+            drafted, accepted = drafted + 4, accepted + 3
+        timings = {
+            "prompt_n": 7,
+            "predicted_n": n,
+            "draft_n": drafted,
+            "draft_n_accepted": accepted,
+        }
+        chunk = {"content": f"t{n} ", "tokens_predicted": n, "timings": timings}
+        if n == tokens:
+            chunk |= {"stop": True, "stop_type": "limit"}
+        lines.append(f"data: {json.dumps(chunk)}\n\n")
+    return "".join(lines).encode()
+
+
+async def test_attribution_anomalies_are_recorded_and_replayed(tmp_path: Path) -> None:
+    # Chunks are not recorded, so replay cannot recount the anomalies: it keeps the live count.
+    path = tmp_path / "run.jsonl"
+    live = await record_capture(path, body=misfit_stream())
+    summary = next(e for e in live if isinstance(e, SummaryEvent))
+    assert summary.metrics.attribution_anomalies == 14
+    snapshots = [e.snapshot for e in live if isinstance(e, MetricsEvent)]
+    assert snapshots and snapshots[-1].attribution_anomalies > 0
+    session = read_session(path)
+    assert session.summary is not None
+    assert session.summary.metrics.attribution_anomalies == 14
+    again = recompute(session)
+    assert again.summary == session.summary
+    assert [e for e in again.events if isinstance(e, MetricsEvent)] == [
+        e for e in session.events if isinstance(e, MetricsEvent)
+    ]
+
+    # A recording cut short keeps the count of its last snapshot.
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) * 2 // 3])
+    cut = read_session(path)
+    last = [e.snapshot for e in cut.events if isinstance(e, MetricsEvent)][-1]
+    assert recompute(cut).summary.metrics.attribution_anomalies == last.attribution_anomalies
 
 
 async def test_truncated_session_gets_an_incomplete_summary(tmp_path: Path) -> None:

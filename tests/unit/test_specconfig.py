@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from spectui.core.binary import Capabilities, parse_help
 from spectui.core.errors import SpecConfigError
-from spectui.core.specconfig import SpecConfig, replace_spec_args
+from spectui.core.llama.binary import Capabilities, parse_help
+from spectui.core.llama.specconfig import SpecConfig, replace_spec_args
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 

@@ -16,7 +16,7 @@ from spectui.core.events import (
     TokenEvent,
 )
 from spectui.core.request import GenerationRequest
-from spectui.core.stream import StreamRun
+from spectui.core.stream.run import StreamRun
 
 from .sse import FIXTURES
 

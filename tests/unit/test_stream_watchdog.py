@@ -10,7 +10,7 @@ import httpx
 
 from spectui.core.events import ErrorEvent, SummaryEvent, TokenEvent
 from spectui.core.request import GenerationRequest
-from spectui.core.stream import StreamRun
+from spectui.core.stream.run import StreamRun
 
 from .sse import FIXTURES
 

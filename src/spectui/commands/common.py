@@ -1,14 +1,12 @@
-"""Pieces the commands share: the prompt from the command line, the request from settings."""
+"""Pieces the commands share: the prompt from the command line."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from spectui.config import Settings
 from spectui.core.errors import SpectuiError
-from spectui.core.prompts import builtin_prompt
-from spectui.core.request import GenerationRequest
+from spectui.core.prompts import BuiltinPrompt, builtin_prompt
 
 
 class PromptError(SpectuiError):
@@ -33,34 +31,64 @@ def read_prompt_file(path: Path) -> str:
     return text
 
 
-def prompt_from_args(args: argparse.Namespace) -> tuple[str | None, int | None]:
-    """(prompt text, the built-in prompt's own n_predict) from --prompt/--prompt-file/--builtin."""
+def prompt_from_args(args: argparse.Namespace) -> str | BuiltinPrompt | None:
+    """The prompt of --prompt/--prompt-file/--builtin (a built-in prompt brings its own length)."""
     if getattr(args, "prompt", None) is not None:
         if not args.prompt.strip():
             raise PromptError("the prompt is empty")
-        return str(args.prompt), None
+        return str(args.prompt)
     if getattr(args, "prompt_file", None) is not None:
-        return read_prompt_file(args.prompt_file), None
+        return read_prompt_file(args.prompt_file)
     if getattr(args, "builtin", None) is not None:
         try:
-            prompt = builtin_prompt(args.builtin)
+            return builtin_prompt(args.builtin)
         except KeyError as error:
             raise PromptError(str(error.args[0])) from None
-        return prompt.text, prompt.n_predict
-    return None, None
+    return None
 
 
-def request_from(
-    settings: Settings, prompt: str, n_predict: int | None = None, *, explicit_n: bool = False
-) -> GenerationRequest:
-    """A request with the settings' sampling parameters (a built-in prompt's length unless the
-    user set --n-predict)."""
-    return GenerationRequest(
-        prompt=prompt,
-        chat=settings.chat,
-        n_predict=settings.n_predict if explicit_n or n_predict is None else n_predict,
-        temperature=settings.temperature,
-        seed=settings.seed,
-        cache_prompt=settings.cache_prompt,
-        stall_timeout_s=settings.stall_timeout_s,
-    )
+def positive(text: str) -> int:
+    """An argparse type: a whole number, 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
+SAMPLING_FLAGS: dict[str, str] = {
+    "n_predict": "--n-predict",
+    "temperature": "--temperature",
+    "seed": "--seed",
+    "top_k": "--top-k",
+    "top_p": "--top-p",
+    "chat": "--chat",
+    "cache_prompt": "--cache-prompt",
+    "stall_timeout_s": "--stall-timeout",
+}
+"""Every `Sampling` field and its flag; the flags' destinations are the field names, so the
+settings take them as they are."""
+
+
+def add_sampling_flags(group: argparse._ArgumentGroup) -> None:
+    """The flags of every `Sampling` field, the same for the TUI, `stream` and `compare`."""
+    flag = SAMPLING_FLAGS
+    group.add_argument(
+        flag["n_predict"], type=positive, metavar="N",
+        help="maximum tokens to generate (default: the prompt's own, else 256)",
+    )  # fmt: skip
+    group.add_argument(flag["temperature"], type=float, metavar="T", help="temperature (0)")
+    group.add_argument(flag["seed"], type=int, metavar="S", help="sampling seed (42)")
+    group.add_argument(flag["top_k"], type=int, metavar="K", help="top-k (server default)")
+    group.add_argument(flag["top_p"], type=float, metavar="P", help="top-p (server default)")
+    group.add_argument(flag["chat"], action="store_const", const=True, help="use the chat endpoint")
+    group.add_argument(
+        flag["cache_prompt"], action="store_const", const=True,
+        help="reuse the server's prompt cache",
+    )  # fmt: skip
+    group.add_argument(
+        flag["stall_timeout_s"], type=float, metavar="S", dest="stall_timeout_s",
+        help="seconds without a byte before a run counts as stalled (60)",
+    )  # fmt: skip

@@ -3,6 +3,8 @@
 A live Rich table and a progress bar go to stderr while it runs; the final table and a plotext
 chart of tokens/s and TTFT per config go to stdout. Results are rewritten (atomically) after
 every run to the JSON file (``--json``, else one in the state dir), which ``--resume`` continues.
+A resumed file's Python checkers are code from a file, not from the command line: they run only
+with ``--trust-checkers`` (else they are skipped, said once on stderr).
 """
 
 from __future__ import annotations
@@ -16,16 +18,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from spectui.app_setup import compare_setup, recorder
+from spectui.commands.common import SAMPLING_FLAGS, add_sampling_flags, positive
 from spectui.commands.compare_view import LiveView, print_final
-from spectui.commands.lifecycle import run_guarded
 from spectui.config import Settings, state_dir
-from spectui.core.engine import Engine
+from spectui.core.engine.base import Engine
 from spectui.core.errors import SpectuiError
-from spectui.core.recording import RecordingEngine
+from spectui.lifecycle import run_guarded
 
 if TYPE_CHECKING:
-    from spectui.core.compare_setup import CompareSetup
-    from spectui.core.compare_store import CompareDocument
+    from spectui.core.compare.setup import CompareSetup
+    from spectui.core.compare.store import CompareDocument
 
 DEFAULT_REPS = 3
 """Counted repetitions per config × prompt."""
@@ -38,19 +41,10 @@ class CompareUsageError(SpectuiError):
     exit_code = 2
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return value
-
-
 def add_compare_options(parser: argparse.ArgumentParser) -> None:
     """The compare-specific flags (launch options come from the shared group)."""
     group = parser.add_argument_group("compare")
+    add_sampling_flags(parser.add_argument_group("generation (the same for every run)"))
     group.add_argument(
         "--config",
         action="append",
@@ -67,14 +61,8 @@ def add_compare_options(parser: argparse.ArgumentParser) -> None:
         "with optional checkers (json_fields, regex, python)",
     )
     group.add_argument(
-        "--reps", type=_positive, metavar="N", help=f"counted rounds (default {DEFAULT_REPS})"
+        "--reps", type=positive, metavar="N", help=f"counted rounds (default {DEFAULT_REPS})"
     )
-    group.add_argument(
-        "--n-predict", type=_positive, metavar="N", help="tokens per run (default: per prompt)"
-    )
-    group.add_argument("--temperature", type=float, metavar="T", help="sampling temperature (0)")
-    group.add_argument("--seed", type=int, metavar="S", help="sampling seed")
-    group.add_argument("--chat", action="store_const", const=True, help="use the chat endpoint")
     group.add_argument("--json", type=Path, dest="json_out", metavar="FILE", help="results file")
     group.add_argument("--csv", type=Path, dest="csv_out", metavar="FILE", help="runs as CSV")
     group.add_argument(
@@ -82,6 +70,13 @@ def add_compare_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--resume", type=Path, metavar="FILE", help="continue an interrupted comparison"
+    )
+    group.add_argument(
+        "--trust-checkers",
+        action="store_true",
+        dest="trust_checkers",
+        help="with --resume: run the results file's python checkers (they execute code; "
+        "without this flag they are skipped)",
     )
     group.add_argument(
         "--no-chart", action="store_true", dest="no_chart", help="skip the final chart"
@@ -97,10 +92,7 @@ _PLAN_FLAGS = {
     "configs": "--config",
     "prompts": "--prompts",
     "reps": "--reps",
-    "n_predict": "--n-predict",
-    "temperature": "--temperature",
-    "seed": "--seed",
-    "chat": "--chat",
+    **SAMPLING_FLAGS,
     "ctx_size": "--ctx-size",
 }
 _REFUSED = {
@@ -117,23 +109,15 @@ def _default_output() -> Path:
 def _new_document(
     settings: Settings, args: argparse.Namespace, setup: CompareSetup
 ) -> CompareDocument:
-    from spectui.core.compare_models import ComparePlan, Sampling
-    from spectui.core.compare_setup import parse_configs
-    from spectui.core.compare_store import CompareDocument
-    from spectui.core.prompt_files import load_prompts
+    from spectui.core.compare.models import ComparePlan
+    from spectui.core.compare.prompt_files import load_prompts
+    from spectui.core.compare.setup import parse_configs
+    from spectui.core.compare.store import CompareDocument
 
-    n_predict = getattr(args, "n_predict", None)
-    prompts = load_prompts(getattr(args, "prompts", None) or "builtin", n_predict)
+    sampling = settings.sampling
+    prompts = load_prompts(getattr(args, "prompts", None) or "builtin", sampling.n_predict)
     texts = getattr(args, "configs", None) or [settings.spec_type]
     configs = parse_configs(texts, setup.caps, draft_model=settings.draft_model)
-    sampling = Sampling(
-        temperature=settings.temperature,
-        seed=settings.seed,
-        chat=settings.chat,
-        cache_prompt=settings.cache_prompt,
-        stall_timeout_s=settings.stall_timeout_s,
-        n_predict=n_predict,
-    )
     plan = ComparePlan(
         configs=configs,
         prompts=prompts,
@@ -147,10 +131,9 @@ def _new_document(
 
 def _resumed_setup(settings: Settings, document: CompareDocument) -> CompareSetup:
     """The binary and model the document was measured with (refused if they changed)."""
-    from spectui.core.compare_setup import prepare
-    from spectui.core.compare_store import check_same_setup
+    from spectui.core.compare.store import check_same_setup
 
-    setup = prepare(
+    setup = compare_setup(
         settings,
         binary=Path(document.binary.path),
         model=settings.model or Path(document.model.path),
@@ -161,9 +144,8 @@ def _resumed_setup(settings: Settings, document: CompareDocument) -> CompareSetu
 
 
 async def _compare(settings: Settings, args: argparse.Namespace) -> int:
-    from spectui.core.compare import CompareRunner
-    from spectui.core.compare_setup import prepare
-    from spectui.core.compare_store import finished_seqs, load_document
+    from spectui.core.compare.runner import CompareRunner
+    from spectui.core.compare.store import finished_seqs, load_document
 
     for flag, why in _REFUSED.items():
         if getattr(args, flag, None) is not None:
@@ -180,10 +162,15 @@ async def _compare(settings: Settings, args: argparse.Namespace) -> int:
             print(f"spectui: {resume} is already complete; nothing to resume", file=sys.stderr)
         setup = _resumed_setup(settings, document)
     else:
-        setup = prepare(settings)
+        setup = compare_setup(settings)
         document = _new_document(settings, args, setup)
     done = finished_seqs(document)
     pending = [job for job in document.plan.jobs() if job.seq not in done]
+    # Python checkers run code: only from a prompt file named on this command line, or when
+    # the user vouches for the resumed file.
+    trust_code = resume is None or bool(getattr(args, "trust_checkers", False))
+    if resume is not None and not trust_code and pending:
+        _note_skipped_checkers(document, resume)
     first = document.plan.config(pending[0].config if pending else document.plan.configs[0].name)
     json_out: Path | None = getattr(args, "json_out", None)
     outputs = [resume] if resume is not None else [json_out or _default_output()]
@@ -195,10 +182,10 @@ async def _compare(settings: Settings, args: argparse.Namespace) -> int:
     if record_dir is not None or settings.record:
         # One session file per run (warm-ups included), so any run can be replayed on stage.
         folder = record_dir if record_dir is not None else settings.sessions_dir
-        engine = RecordingEngine.for_settings(
-            engine, settings.model_copy(update={"sessions_dir": folder})
-        )
-    runner = CompareRunner(engine, document, outputs=outputs, on_save=exports.write)
+        engine = recorder(engine, settings, sessions_dir=folder)
+    runner = CompareRunner(
+        engine, document, outputs=outputs, on_save=exports.write, trust_code=trust_code
+    )
     print(
         f"spectui: results in {outputs[0]} (if interrupted: spectui compare --resume {outputs[0]})",
         file=sys.stderr,
@@ -239,6 +226,17 @@ async def _compare(settings: Settings, args: argparse.Namespace) -> int:
                 )
 
 
+def _note_skipped_checkers(document: CompareDocument, source: Path) -> None:
+    """One line on stderr when the plan's Python checkers will not run (untrusted file)."""
+    count = sum(1 for p in document.plan.prompts if p.check is not None and p.check.runs_code)
+    if count:
+        print(
+            f"spectui: skipping {count} python checker{'s' if count > 1 else ''} from {source} "
+            "(they run code); pass --trust-checkers to run them",
+            file=sys.stderr,
+        )
+
+
 class _Exports:
     """CSV and Markdown files, rewritten with the JSON after every run."""
 
@@ -247,8 +245,8 @@ class _Exports:
         self.markdown_path = markdown_path
 
     def write(self, document: CompareDocument) -> None:
-        from spectui.core.compare_export import to_csv, to_markdown
-        from spectui.core.compare_store import write_atomic
+        from spectui.core.compare.export import to_csv, to_markdown
+        from spectui.core.compare.store import write_atomic
 
         if self.csv_path is not None:
             write_atomic(self.csv_path, to_csv(document))

@@ -11,8 +11,8 @@ if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.progress import Progress, TaskID
 
-    from spectui.core.compare import CompareEvent, RunFinished
-    from spectui.core.compare_store import CompareDocument
+    from spectui.core.compare.runner import CompareEvent, RunFinished
+    from spectui.core.compare.store import CompareDocument
 
 
 def summary_table(document: CompareDocument, title: str | None = None) -> RenderableType:
@@ -20,7 +20,7 @@ def summary_table(document: CompareDocument, title: str | None = None) -> Render
     from rich.table import Table
     from rich.text import Text
 
-    from spectui.core.compare_export import SUMMARY_COLUMNS, summary_rows
+    from spectui.core.compare.export import SUMMARY_COLUMNS, summary_rows
 
     table = Table(title=title, title_justify="left", expand=False)
     left = ("config", "prompt", "verdict")
@@ -76,7 +76,7 @@ class LiveView:
     def update(self, event: CompareEvent, document: CompareDocument) -> None:
         from rich.markup import escape
 
-        from spectui.core.compare import ConfigFailed, RunFinished, progress_line
+        from spectui.core.compare.runner import ConfigFailed, RunFinished, progress_line
 
         self.document = document
         description = progress_line(event, document.plan)
@@ -98,8 +98,8 @@ class LiveView:
 
 def run_line(event: RunFinished) -> str:
     """One line per finished run, for logs (stderr that is not a terminal)."""
-    from spectui.core.compare_export import fmt_number
-    from spectui.core.compare_models import round_name
+    from spectui.core.compare.export import fmt_number
+    from spectui.core.compare.models import round_name
 
     r = event.record
     head = f"[{event.done}/{event.total}] {round_name(r)} · {r.config} · {r.prompt}: "

@@ -29,8 +29,8 @@ from spectui.commands.stream import summary_line
 from spectui.config import Settings
 from spectui.core.errors import SpectuiError
 from spectui.core.events import SummaryEvent, TokenEvent, TokenOrigin
-from spectui.core.replay import recompute
-from spectui.core.sessionfile import Session
+from spectui.core.sessions.file import Session
+from spectui.core.sessions.replay import recompute
 
 FORMATS = {"svg": ".svg", "html": ".html", "ansi": ".ans", "cast": ".cast"}
 """Export formats and the suffix of their default output file."""

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from spectui.config import Settings
 from spectui.core.errors import SpectuiError
-from spectui.core.replay import SPEEDS, recompute
-from spectui.core.sessionfile import Session, read_session
+from spectui.core.sessions.file import Session, read_session
+from spectui.core.sessions.replay import SPEEDS, recompute
 
 MAX_SESSIONS = 2
 """One session, or two side by side."""

@@ -7,15 +7,15 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
 
-from spectui.commands.common import PromptError, prompt_from_args, request_from
-from spectui.commands.lifecycle import run_guarded
+from spectui.app_setup import build_engine, recorder_for, request_for
+from spectui.commands.common import PromptError, prompt_from_args
 from spectui.commands.output import EXIT_PIPE_CLOSED, OutputClosed, ThrottledOutput
 from spectui.config import Settings
 from spectui.core.events import (
     EngineEvent,
     ErrorEvent,
+    EventStream,
     RunMetrics,
     ServerState,
     ServerStateEvent,
@@ -24,8 +24,8 @@ from spectui.core.events import (
     TokenEvent,
     TokenOrigin,
 )
-from spectui.core.recording import recorder_for, recording_notes
-from spectui.core.session import build_engine
+from spectui.core.sessions.recording import recording_notes
+from spectui.lifecycle import run_guarded
 
 _DRAFT_STYLE = "\x1b[1;4;32m"  # bold, underlined, green: reads without colour too
 _RESET = "\x1b[0m"
@@ -63,26 +63,15 @@ class TextWriter:
 
 
 def summary_record(summary: SummaryEvent) -> dict[str, object]:
-    """The JSON `summary` line."""
+    """The JSON `summary` line: every `RunMetrics` field (serialised from the model, so a new
+    field cannot be left out), the numbers derived from them, and how the run ended."""
     m = summary.metrics
     return {
         "type": "summary",
-        "tokens": m.tokens,
-        "drafted": m.drafted,
-        "accepted": m.accepted,
+        **m.model_dump(mode="json"),
         "rejected": m.rejected,
-        "steps": m.steps,
-        "accepted_per_position": m.accepted_per_position,
         "acceptance_rate": m.acceptance_rate,
         "mean_acceptance_length": m.mean_acceptance_length,
-        "ttft_ms": m.ttft_ms,
-        "total_ms": m.total_ms,
-        "tokens_per_second": m.tokens_per_second,
-        "prompt_tokens": m.prompt_tokens,
-        "prompt_tokens_per_second": m.prompt_tokens_per_second,
-        "peak_rss_bytes": m.peak_rss_bytes,
-        "peak_rss_minus_shared_bytes": m.peak_rss_minus_shared_bytes,
-        "peak_gpu_bytes": m.peak_gpu_bytes,
         "stop_reason": summary.stop_reason,
         "server_timings": summary.server_timings,
     }
@@ -102,6 +91,9 @@ def summary_line(m: RunMetrics) -> str:
         parts.append("nothing drafted")
     if m.peak_rss_bytes:
         parts.append(f"peak RSS {m.peak_rss_bytes / 2**20:.0f} MiB")
+    if n := m.attribution_anomalies:
+        noun = "anomaly" if n == 1 else "anomalies"
+        parts.append(f"⚠ {n} attribution {noun} (counts may be off)")
     return " · ".join(parts)
 
 
@@ -137,10 +129,10 @@ def _json_record(event: EngineEvent) -> dict[str, object] | None:
 
 
 async def _stream(settings: Settings, args: argparse.Namespace) -> int:
-    prompt, builtin_n = prompt_from_args(args)
+    prompt = prompt_from_args(args)
     if prompt is None:
         raise PromptError("give a prompt: --prompt TEXT, --prompt-file FILE or --builtin KEY")
-    request = request_from(settings, prompt, builtin_n, explicit_n=args.n_predict is not None)
+    request = request_for(settings, prompt)
     as_json = args.format == "jsonl"
     colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     out = ThrottledOutput(sys.stdout)
@@ -156,9 +148,7 @@ async def _stream(settings: Settings, args: argparse.Namespace) -> int:
             failed = await _print_run(events, out, None if as_json else writer)
         finally:
             # An early way out (the pipe closed) must end the run now, not when it is collected.
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await events.aclose()
         return 1 if failed else 0
 
     async def guarded_body() -> int:
@@ -176,9 +166,7 @@ async def _stream(settings: Settings, args: argparse.Namespace) -> int:
     return status
 
 
-async def _print_run(
-    events: AsyncIterator[EngineEvent], out: ThrottledOutput, writer: TextWriter | None
-) -> bool:
+async def _print_run(events: EventStream, out: ThrottledOutput, writer: TextWriter | None) -> bool:
     """Print a run as text (``writer``) or JSON Lines (no writer); True when it failed."""
     failed = False
     async for event in events:

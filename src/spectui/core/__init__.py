@@ -1,4 +1,14 @@
-"""The engine: server process, capabilities, streaming, attribution, metrics, memory.
+"""The engine: everything spectui does without a screen.
 
-Never imports textual (a test enforces it): everything here runs headless.
+Subpackages, lowest layer first (each may import only from the layers below it and from the
+shared top-level modules `errors`, `events`, `request`, `prompts`):
+
+- `llama`     — the llama-server binary, its processes, HTTP client and wire protocol.
+- `stream`    — one streamed generation: SSE chunks -> attributed tokens -> metrics.
+- `engine`    — the `Engine` protocol and the live engine over a real server.
+- `sessions`  — recorded session files: writing them, replaying them.
+- `compare`   — fair A/B runs of spec configs, their store, exports and verdicts.
+
+Never imports textual, the UI, the commands or the app's settings module:
+it takes parameters. The import-linter contracts in pyproject.toml enforce this.
 """

@@ -8,6 +8,7 @@ replays identically on any machine.
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from enum import StrEnum
 from typing import Annotated, Literal
 
@@ -36,7 +37,7 @@ class TokenOrigin(StrEnum):
 
 
 class RunMetrics(BaseModel):
-    """Numbers describing one run; computed by `spectui.core.metrics.MetricsTracker`."""
+    """Numbers describing one run; computed by `spectui.core.stream.metrics.MetricsTracker`."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -70,6 +71,10 @@ class RunMetrics(BaseModel):
     """Highest GPU memory seen during the run (None without NVML)."""
     draft_tokens: int = 0
     """Tokens in the response that were drafted and accepted."""
+    attribution_anomalies: int = 0
+    """Times the server's counters did not fit the attribution model (a verification step began
+    before the previous one's tokens were all released): above zero, the draft/target split of
+    the tokens may be off, though the drafted/accepted/steps totals still come from the server."""
 
     @property
     def rejected(self) -> int:
@@ -217,3 +222,7 @@ EngineEvent = Annotated[
 
 engine_event_adapter: TypeAdapter[EngineEvent] = TypeAdapter(EngineEvent)
 """Validates a dict (or JSON) into the right event class."""
+
+EventStream = AsyncGenerator[EngineEvent, None]
+"""What `Engine.start`, `switch_spec` and `run` return: an async generator, so a consumer that
+stops early closes it (``aclose``) at once, on its own task, instead of at garbage collection."""

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 from textual.message import Message
 
 from spectui.core.events import (
     EngineEvent,
     ErrorEvent,
+    EventStream,
     MemoryEvent,
     MetricsEvent,
     PromptProgressEvent,
@@ -30,8 +31,8 @@ from spectui.ui.messages import (
     MemorySampled,
     MetricsUpdated,
     PromptProgressed,
+    RunEnded,
     RunFailed,
-    RunFinished,
     ServerStateChanged,
     TokensArrived,
 )
@@ -75,7 +76,7 @@ class EventBatcher:
             return [*self.flush(), ServerStateChanged(event)]
         elif isinstance(event, SummaryEvent):
             self.terminal_seen = True
-            return [*self.flush(), RunFinished(event)]
+            return [*self.flush(), RunEnded(event)]
         elif isinstance(event, ErrorEvent):
             self.terminal_seen = True
             return [*self.flush(), RunFailed(event)]
@@ -97,9 +98,7 @@ class EventBatcher:
         return out
 
 
-async def pump(
-    events: AsyncIterator[EngineEvent], post: Post, *, interval: float = FLUSH_INTERVAL_S
-) -> bool:
+async def pump(events: EventStream, post: Post, *, interval: float = FLUSH_INTERVAL_S) -> bool:
     """Iterate ``events`` to the end, posting messages; True when a summary or error ended it.
 
     Cancelling the caller (the user pressed stop, or a spec switch needs the server) cancels the
@@ -123,9 +122,8 @@ async def pump(
             post(message)
         last_flush = loop.time()
 
-    iterator = aiter(events)
     try:
-        async for event in iterator:
+        async for event in events:
             for message in batcher.add(event):
                 post(message)
             if batcher.pending:
@@ -135,8 +133,6 @@ async def pump(
                     timer = loop.call_at(last_flush + interval, flush)
     finally:
         flush()
-        aclose = getattr(iterator, "aclose", None)
-        if aclose is not None:
-            with contextlib.suppress(RuntimeError):
-                await aclose()
+        with contextlib.suppress(RuntimeError):  # already running: it is closing itself
+            await events.aclose()
     return batcher.terminal_seen

@@ -82,8 +82,10 @@ class PromptProgressed(Message, bubble=False):
         return isinstance(message, PromptProgressed)
 
 
-class RunFinished(Message, bubble=False):
-    """The run ended normally (limit, end of sequence, stop word, or cancelled by the server)."""
+class RunEnded(Message, bubble=False):
+    """The run's final numbers: it ended, however it ended (limit, end of sequence, stop word,
+    stopped by the user, or an error; after an error `RunFailed` comes first and the summary's
+    ``stop_reason`` is 'error')."""
 
     def __init__(self, summary: SummaryEvent) -> None:
         super().__init__()

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import asyncio
 
-from textual import on
-from textual.events import Mount
 from textual.pilot import Pilot
 
 from spectui.config import Settings
 from spectui.core.errors import SpectuiError
-from spectui.core.replay import ReplayClock, ReplayEngine
-from spectui.core.sessionfile import Session
-from spectui.ui.app import SpectuiApp, run_tui_async
+from spectui.core.sessions.file import Session
+from spectui.core.sessions.replay import ReplayClock, ReplayEngine
+from spectui.ui.app import SpectuiApp
 from spectui.ui.screens.replay import ReplayPairScreen, ReplayScreen
 
 SCREENSHOT_SIZE = (120, 40)
@@ -40,12 +38,7 @@ class ReplayApp(SpectuiApp):
         super().__init__(engines[0], settings, autorun=True)
         self.replays = engines
 
-    @on(Mount)
-    def _mount_replay(self, event: Mount) -> None:
-        # Runs before, and instead of, SpectuiApp.on_mount, which would push the live screen.
-        event.prevent_default()
-        for problem in self._theme_problems:
-            self.notify(problem, title="Theme", severity="warning", timeout=10)
+    def show_first_screen(self) -> None:
         if len(self.replays) == 1:
             self.push_screen(ReplayScreen(self.replays[0]))
         else:
@@ -62,7 +55,7 @@ def replay_engines(sessions: list[Session], speed: float | None) -> list[ReplayE
 def run_replay_tui(sessions: list[Session], settings: Settings, *, speed: float | None) -> int:
     """Play ``sessions`` in the TUI until the user quits; returns the exit status."""
     app = ReplayApp(replay_engines(sessions, speed), settings)
-    return asyncio.run(run_tui_async(app))
+    return asyncio.run(app.run_guarded())
 
 
 async def replay_screenshot(

@@ -1,10 +1,10 @@
 """The Compare screen: the config × prompt table filling in live, and a drill-down into one
 prompt's responses with where each one departs from the baseline.
 
-The worker is thin: it iterates the comparison's events (`spectui.core.compare.CompareRunner`,
-or anything with the same shape) and posts one message per event with the document as it stands;
-the handlers only redraw. A failure of the comparison becomes an error line and a notification,
-never a crash.
+The worker is thin: it iterates the comparison's events (`CompareRunner` in
+`spectui.core.compare.runner`, or anything with the same shape) and posts one message per event
+with the document as it stands; the handlers only redraw. A failure of the comparison becomes an
+error line and a notification, never a crash.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
-from spectui.core.compare import CompareEvent, CompareFinished, ConfigFailed, progress_line
-from spectui.core.compare_export import SUMMARY_COLUMNS, summary_rows
-from spectui.core.compare_models import RunRecord
-from spectui.core.compare_store import CompareDocument
+from spectui.core.compare.export import SUMMARY_COLUMNS, summary_rows
+from spectui.core.compare.models import RunRecord
+from spectui.core.compare.runner import CompareEvent, CompareFinished, ConfigFailed, progress_line
+from spectui.core.compare.store import CompareDocument
+from spectui.core.compare.verdict import SummaryRow
 from spectui.core.errors import SpectuiError
-from spectui.core.report import SummaryRow
 
 VERDICT_STYLES = {"keep": ("bold", "success"), "drop": ("bold", "error"), "failed": ("", "error")}
 """Verdict cell styles: (attributes, theme variable for the colour)."""

@@ -23,22 +23,22 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.events import Resize
 from textual.message import Message
-from textual.reactive import reactive
+from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
-from spectui.core.engine import Engine
+from spectui.core.engine.base import Engine
 from spectui.core.errors import ServerStartError, SpectuiError
 from spectui.core.events import ErrorEvent, ServerState, ServerStateEvent
-from spectui.core.specconfig import SpecConfig
+from spectui.core.llama.specconfig import SpecConfig
 from spectui.ui.bridge import Post, pump
 from spectui.ui.messages import (
     MemorySampled,
     MetricsUpdated,
     PromptProgressed,
+    RunEnded,
     RunFailed,
-    RunFinished,
     RunStarted,
     ServerStateChanged,
     TokensArrived,
@@ -76,15 +76,24 @@ class MainScreen(Screen[None]):
         Binding("q", "app.quit", "Quit"),
     ]
 
-    operation: reactive[str | None] = reactive(None, init=False)
+    operation: var[str | None] = var(None, init=False)
     """Server operation in flight ('start', 'switch', 'restart'); the lock for new ones."""
-    running: reactive[bool] = reactive(False, init=False)
+    running: var[bool] = var(False, init=False)
     """Whether a generation is streaming."""
 
-    def __init__(self, engine: Engine, prompt: PromptChoice, *, autorun: bool = False) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        prompt: PromptChoice,
+        *,
+        autorun: bool = False,
+        n_predict: int | None = None,
+    ) -> None:
         super().__init__()
         self.engine = engine
         self.prompt = prompt
+        self.n_predict = n_predict
+        """The user's explicit n_predict: the prompt picker keeps it over a prompt's own."""
         self.state: ServerState | None = None
         self.ui_state = UiState.load()
         self._run_after_ready = autorun
@@ -354,8 +363,8 @@ class MainScreen(Screen[None]):
     def _run_data(self, message: RunData) -> None:
         self.run_display.show(message)
 
-    @on(RunFinished)
-    def _run_finished(self, message: RunFinished) -> None:
+    @on(RunEnded)
+    def _run_finished(self, message: RunEnded) -> None:
         self.run_display.finished(message.summary)
         self._run_over()
 
@@ -397,7 +406,7 @@ class MainScreen(Screen[None]):
     # -- pickers and help -----------------------------------------------------------------------
 
     def action_pick_prompt(self) -> None:
-        self.app.push_screen(PromptPickerScreen(self.prompt), self._prompt_chosen)
+        self.app.push_screen(PromptPickerScreen(self.prompt, self.n_predict), self._prompt_chosen)
 
     def _prompt_chosen(self, choice: PromptChoice | None) -> None:
         if choice is not None:

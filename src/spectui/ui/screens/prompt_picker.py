@@ -37,9 +37,8 @@ class PromptChoice:
     """The prompt file, for key 'file'."""
 
 
-def builtin_choice(prompt: BuiltinPrompt, template: GenerationRequest) -> PromptChoice:
-    """A built-in prompt with the sampling settings of ``template`` and its own length."""
-    request = template.model_copy(update={"prompt": prompt.text, "n_predict": prompt.n_predict})
+def builtin_choice(prompt: BuiltinPrompt, request: GenerationRequest) -> PromptChoice:
+    """A built-in prompt run as ``request``."""
     return PromptChoice(prompt.key, prompt.key, request)
 
 
@@ -51,9 +50,11 @@ class PromptPickerScreen(AnswerOnce[PromptChoice | None]):
         Binding("ctrl+s", "choose", "Use"),
     ]
 
-    def __init__(self, current: PromptChoice) -> None:
+    def __init__(self, current: PromptChoice, n_predict: int | None = None) -> None:
         super().__init__()
         self.current = current
+        self.n_predict = n_predict
+        """The user's explicit n_predict (flag or settings): it wins over a prompt's own."""
 
     def compose(self) -> ComposeResult:
         request = self.current.request
@@ -106,7 +107,8 @@ class PromptPickerScreen(AnswerOnce[PromptChoice | None]):
         self._show_fields()
         for prompt in BUILTIN_PROMPTS:
             if prompt.key == key:
-                self.query_one("#n-predict", Input).value = str(prompt.n_predict)
+                n_predict = self.n_predict or prompt.n_predict
+                self.query_one("#n-predict", Input).value = str(n_predict)
 
     @on(OptionList.OptionSelected)
     def _selected(self) -> None:

@@ -20,14 +20,14 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from spectui.core.events import ErrorEvent, ServerState, ServerStateEvent
-from spectui.core.replay import ReplayClock, ReplayEngine
+from spectui.core.sessions.replay import ReplayClock, ReplayEngine
 from spectui.ui.bridge import Post, pump
 from spectui.ui.messages import (
     MemorySampled,
     MetricsUpdated,
     PromptProgressed,
+    RunEnded,
     RunFailed,
-    RunFinished,
     TokensArrived,
 )
 from spectui.ui.screens.main import MainScreen
@@ -180,8 +180,8 @@ class ReplayColumn(Vertical):
     def _run_data(self, message: RunData) -> None:
         self.run_display.show(message)
 
-    @on(RunFinished)
-    def _finished(self, message: RunFinished) -> None:
+    @on(RunEnded)
+    def _finished(self, message: RunEnded) -> None:
         self.run_display.finished(message.summary)
         self.done = True
 

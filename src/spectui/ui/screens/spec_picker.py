@@ -18,7 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
-from spectui.core.specconfig import SYNTH_LEN_FLAG, SpecConfig
+from spectui.core.llama.specconfig import SYNTH_LEN_FLAG, SpecConfig
 from spectui.ui.screens.dialogs import AnswerOnce
 
 

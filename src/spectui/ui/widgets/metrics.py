@@ -6,6 +6,7 @@ from the wall clock here.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, replace
 from time import monotonic
 from typing import ClassVar, Self
@@ -78,6 +79,25 @@ def _rows(
     return rows
 
 
+def _warnings(now: RunRecord | None, before: RunRecord | None) -> list[str]:
+    """What the numbers cannot vouch for: runs whose attribution did not fit the counters."""
+    warnings: list[str] = []
+    for record, which in ((now, "this run"), (before, "the previous run")):
+        if record is not None and (n := record.metrics.attribution_anomalies):
+            noun = "anomaly" if n == 1 else "anomalies"
+            warnings.append(f"⚠ {n} attribution {noun} in {which}: draft/target counts may be off")
+    return warnings
+
+
+def _warning_lines(now: RunRecord | None, before: RunRecord | None, width: int) -> list[str]:
+    """The warnings wrapped to ``width`` cells (none at all in the common case)."""
+    return [
+        line
+        for warning in _warnings(now, before)
+        for line in textwrap.wrap(warning, max(width, 8), subsequent_indent="  ")
+    ]
+
+
 LABEL_WIDTH = 11
 """Wide enough for every label below; at 80 columns the values get 12 characters each."""
 
@@ -94,6 +114,7 @@ class MetricsPane(Widget):
         "metrics--now",
         "metrics--previous",
         "metrics--heading",
+        "metrics--warning",
     }
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -158,7 +179,8 @@ class MetricsPane(Widget):
         self._strips = None  # the theme changed: the lines carry the old colours
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return 1 + len(_rows(self.current, self.previous, self.memory))
+        warnings = _warning_lines(self.current, self.previous, width)
+        return 1 + len(warnings) + len(_rows(self.current, self.previous, self.memory))
 
     def render_line(self, y: int) -> Strip:
         # Drawn as segments in fixed columns (as a rich grid would lay them out), straight into
@@ -189,6 +211,9 @@ class MetricsPane(Widget):
                 Segment(_fit(before, previous_width, right=True), previous + heading),
             ]
         ]
+        if warnings := _warning_lines(self.current, self.previous, width):
+            warning = base + self.get_component_rich_style("metrics--warning")
+            lines.extend([Segment(line, warning)] for line in warnings)
         for name, this, then in _rows(self.current, self.previous, self.memory):
             lines.append(
                 [

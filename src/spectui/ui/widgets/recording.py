@@ -13,8 +13,8 @@ from rich.text import Text
 from textual.screen import Screen
 from textual.widget import Widget
 
-from spectui.core.engine import Engine
-from spectui.core.recording import RecordingEngine
+from spectui.core.engine.base import Engine
+from spectui.core.sessions.recording import RecordingEngine
 
 REFRESH_S = 1.0
 """How often the banner re-reads the engine (the file name changes once per run)."""

@@ -15,7 +15,7 @@ from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Log
 
-from spectui.core.engine import ServerInfo
+from spectui.core.engine.base import ServerInfo
 from spectui.core.events import ServerState, ServerStateEvent
 
 GLYPHS = {

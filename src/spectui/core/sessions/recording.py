@@ -10,30 +10,27 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from spectui.config import Settings
-from spectui.core.client import safe_url
-from spectui.core.engine import Engine, ServerInfo
-from spectui.core.events import EngineEvent
+from spectui.core.engine.base import Engine, ServerInfo
+from spectui.core.events import EventStream
+from spectui.core.llama.client import safe_url
+from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.prompts import BUILTIN_PROMPTS
 from spectui.core.request import GenerationRequest
-from spectui.core.sessionfile import (
+from spectui.core.sessions.file import (
     SessionHeader,
     SessionServer,
     SessionWriter,
     redact_flags,
 )
-from spectui.core.specconfig import SpecConfig
 
 SUFFIX = ".jsonl"
 
 
-async def recorded(
-    events: AsyncIterator[EngineEvent], writer: SessionWriter
-) -> AsyncGenerator[EngineEvent, None]:
+async def recorded(events: EventStream, writer: SessionWriter) -> EventStream:
     """Yield ``events`` unchanged, writing each one first; the writer is closed at the end."""
     try:
         async for event in events:
@@ -43,10 +40,8 @@ async def recorded(
         writer.close()
         # The consumer may stop early (a stopped run): close the engine's iterator now, on this
         # task, rather than whenever it is garbage-collected.
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            with contextlib.suppress(RuntimeError):
-                await aclose()
+        with contextlib.suppress(RuntimeError):  # already running: it is closing itself
+            await events.aclose()
 
 
 def label_for(request: GenerationRequest) -> str:
@@ -75,18 +70,6 @@ def header_for(
         flags=redact_flags(flags),
     )
     return SessionHeader(label=label or label_for(request), server=server, request=request)
-
-
-def launch_flags(settings: Settings) -> list[str]:
-    """The launch flags a session header records besides the spec (none when attached)."""
-    if settings.url:
-        return []
-    return ["--ctx-size", str(settings.ctx_size), *settings.server_args]
-
-
-def secrets_of(settings: Settings) -> list[str]:
-    """Strings that must never be written to a session file."""
-    return [settings.api_key.get_secret_value()] if settings.api_key else []
 
 
 def session_path(folder: Path, label: str, spec: SpecConfig | None, when: datetime) -> Path:
@@ -138,20 +121,6 @@ class RecordingEngine:
         self.problem: str | None = None
         """Why the last recording failed or stopped early, or None."""
 
-    @classmethod
-    def for_settings(
-        cls, inner: Engine, settings: Settings, *, path: Path | None = None, recording: bool = True
-    ) -> RecordingEngine:
-        """A recorder with the settings' sessions dir, launch flags and secrets."""
-        return cls(
-            inner,
-            sessions_dir=settings.sessions_dir,
-            path=path,
-            recording=recording,
-            flags=launch_flags(settings),
-            secrets=secrets_of(settings),
-        )
-
     # -- recording switch ----------------------------------------------------------------------
 
     @property
@@ -201,15 +170,15 @@ class RecordingEngine:
         """The wrapped engine's."""
         return self.inner.spec_types
 
-    def start(self) -> AsyncIterator[EngineEvent]:
+    def start(self) -> EventStream:
         """The wrapped engine's (server start-up is not part of a session)."""
         return self.inner.start()
 
-    def switch_spec(self, spec: SpecConfig, *, adopt: bool = False) -> AsyncIterator[EngineEvent]:
+    def switch_spec(self, spec: SpecConfig, *, adopt: bool = False) -> EventStream:
         """The wrapped engine's; the next run's header carries the new spec."""
         return self.inner.switch_spec(spec, adopt=adopt)
 
-    def run(self, request: GenerationRequest) -> AsyncIterator[EngineEvent]:
+    def run(self, request: GenerationRequest) -> EventStream:
         """The wrapped run, recorded to a new session file while recording is on."""
         events = self.inner.run(request)
         if not self._recording:
@@ -226,9 +195,7 @@ class RecordingEngine:
             return events
         return self._recorded(events, self._writer)
 
-    async def _recorded(
-        self, events: AsyncIterator[EngineEvent], writer: SessionWriter
-    ) -> AsyncIterator[EngineEvent]:
+    async def _recorded(self, events: EventStream, writer: SessionWriter) -> EventStream:
         inner = recorded(events, writer)
         try:
             async for event in inner:
@@ -251,17 +218,8 @@ class RecordingEngine:
         await self.inner.aclose()
 
     def cancel_run(self) -> None:
-        """Forward to the wrapped engine's ``cancel_run`` where it has one (LiveEngine)."""
-        cancel = getattr(self.inner, "cancel_run", None)
-        if cancel is not None:
-            cancel()
-
-
-def recorder_for(engine: Engine, settings: Settings, path: Path | None = None) -> Engine:
-    """``engine``, wrapped to record when a file is given or the ``record`` setting is on."""
-    if path is None and not settings.record:
-        return engine
-    return RecordingEngine.for_settings(engine, settings, path=path)
+        """The wrapped engine's."""
+        self.inner.cancel_run()
 
 
 def recording_notes(engine: Engine) -> list[str]:

@@ -4,6 +4,10 @@ A prompt may carry a `Checker`: required JSON fields (extraction tasks), a regul
 and/or a Python snippet with asserts (code tasks). Every part must pass. The snippet runs in a
 separate interpreter with a timeout, so a checker that loops, crashes or raises is reported as
 such on that run, and never takes the comparison down with it.
+
+A Python snippet is code: it runs only when its source is trusted (a prompt file the user named,
+not a results file someone sent). Untrusted, it is skipped and the run says so ('skipped'),
+which is neither a pass nor a failure; the JSON-field and regex parts are data and still run.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-CheckStatus = Literal["passed", "failed", "error", "timeout"]
+CheckStatus = Literal["passed", "failed", "error", "timeout", "skipped"]
 
 DEFAULT_TIMEOUT_S = 10.0
 """How long a Python checker may run (a fresh interpreter starts in ~50 ms)."""
@@ -54,7 +58,8 @@ class CheckResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     status: CheckStatus
-    """passed; failed (the response is wrong); error (the checker raised); timeout."""
+    """passed; failed (the response is wrong); error (the checker raised); timeout; skipped
+    (the other parts passed, but the Python part is untrusted code and did not run)."""
     detail: str = ""
     """Why it did not pass, in one line."""
 
@@ -104,6 +109,11 @@ class Checker(BaseModel):
     def empty(self) -> bool:
         """Whether the checker checks nothing."""
         return not self.json_fields and self.regex is None and self.python is None
+
+    @property
+    def runs_code(self) -> bool:
+        """Whether checking runs code (a Python snippet), not only matches data."""
+        return self.python is not None
 
     def describe(self) -> str:
         """A few words on what is checked, for reports."""
@@ -227,8 +237,11 @@ async def check_python(snippet: str, text: str, timeout_s: float) -> CheckResult
     return CheckResult(status="error", detail=f"checker raised {detail or proc.returncode}")
 
 
-async def run_checker(checker: Checker, text: str) -> CheckResult:
-    """Every part of ``checker`` on ``text``; the first part that does not pass decides."""
+async def run_checker(checker: Checker, text: str, *, trust_code: bool = True) -> CheckResult:
+    """Every part of ``checker`` on ``text``; the first part that does not pass decides.
+
+    Without ``trust_code`` the Python part does not run: 'skipped' if the rest passed.
+    """
     if checker.json_fields:
         result = check_json_fields(text, checker.json_fields)
         if not result.passed:
@@ -238,5 +251,7 @@ async def run_checker(checker: Checker, text: str) -> CheckResult:
         if not result.passed:
             return result
     if checker.python is not None:
+        if not trust_code:
+            return CheckResult(status="skipped", detail="python checker not run (untrusted code)")
         return await check_python(checker.python, text, checker.timeout_s)
     return CheckResult(status="passed")

@@ -20,8 +20,6 @@ import httpx
 from httpx_sse import aconnect_sse
 from pydantic import ValidationError
 
-from spectui.core.attribution import Attributor, ChunkCounters
-from spectui.core.client import safe_url
 from spectui.core.errors import AuthError, StreamError
 from spectui.core.events import (
     EngineEvent,
@@ -29,13 +27,22 @@ from spectui.core.events import (
     MemoryEvent,
     MetricsEvent,
     PromptProgressEvent,
+    RunMetrics,
     SummaryEvent,
     TokenEvent,
 )
-from spectui.core.memory import MemorySampler
-from spectui.core.metrics import MetricsTracker
-from spectui.core.protocol import ChatChunk, CompletionChunk, ErrorBody, PromptProgress, Timings
+from spectui.core.llama.client import safe_url
+from spectui.core.llama.memory import MemorySampler
+from spectui.core.llama.protocol import (
+    ChatChunk,
+    CompletionChunk,
+    ErrorBody,
+    PromptProgress,
+    Timings,
+)
 from spectui.core.request import GenerationRequest
+from spectui.core.stream.attribution import Attributor, ChunkCounters
+from spectui.core.stream.metrics import MetricsTracker
 
 _FINISH_REASONS = {"length": "limit", "stop": "eos"}
 
@@ -119,11 +126,18 @@ class ChunkProcessor:
         predicted = timings.predicted_n if timings else None
         return text, predicted, timings, chat.prompt_progress
 
+    def snapshot(self, now: float | None = None) -> RunMetrics:
+        """The run's numbers so far (see `MetricsTracker.snapshot`), with the attribution's
+        anomaly count: read here, at snapshot rate, rather than copied on every token."""
+        tracker = self.tracker
+        tracker.attribution_anomalies = self.attributor.anomalies
+        return tracker.snapshot(now)
+
     def summary(self, t: float, stop_reason: str | None = None) -> SummaryEvent:
         """The run's final event."""
         return SummaryEvent(
             t=t,
-            metrics=self.tracker.snapshot(),
+            metrics=self.snapshot(),
             stop_reason=stop_reason or self.stop_reason,
             server_timings=self.last_timings.as_floats() if self.last_timings else {},
             text="".join(self.text_parts),
@@ -265,7 +279,7 @@ class StreamRun:
                         await self._sample_memory_due(put)  # (a coroutine only when due)
                     if now - last_metrics >= self._metrics_interval:
                         last_metrics = now
-                        put(MetricsEvent(t=now, snapshot=self.processor.tracker.snapshot(now)))
+                        put(MetricsEvent(t=now, snapshot=self.processor.snapshot(now)))
 
     def _sample_memory(self, put: Callable[[EngineEvent | object], None]) -> None:
         """A run's first and last sample, taken at once."""

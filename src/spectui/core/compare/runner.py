@@ -6,6 +6,9 @@ gone before the new one starts, so two are never loaded at once), runs every pro
 response, and rewrites the results document after every run. It reports progress as typed
 events, so the CLI's live table and the TUI's screen draw the same thing.
 
+Python checkers are code: they run only with ``trust_code`` (the plan came from a prompt file
+the user named, or they said so); otherwise those checks are recorded as 'skipped'.
+
 A config whose server cannot start is recorded as failed (its later runs too, without retrying)
 while the other configs continue. Cancelling the iteration (Ctrl-C) loses only the run in flight;
 `--resume` continues from the document.
@@ -22,8 +25,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from spectui.core.checkers import CheckResult, run_checker
-from spectui.core.compare_models import (
+from spectui.core.compare.checkers import CheckResult, run_checker
+from spectui.core.compare.models import (
     CompareConfig,
     CompareJob,
     ComparePlan,
@@ -32,14 +35,15 @@ from spectui.core.compare_models import (
     ServerStart,
     round_name,
 )
-from spectui.core.compare_store import (
+from spectui.core.compare.store import (
     CompareDocument,
     ResultLock,
     dump_document,
     finished_seqs,
     write_atomic,
 )
-from spectui.core.engine import Engine
+from spectui.core.compare.textdiff import token_ends
+from spectui.core.engine.base import Engine
 from spectui.core.errors import SpectuiError
 from spectui.core.events import (
     ErrorEvent,
@@ -48,7 +52,6 @@ from spectui.core.events import (
     SummaryEvent,
     TokenEvent,
 )
-from spectui.core.textdiff import token_ends
 
 
 class _Event(BaseModel):
@@ -148,8 +151,11 @@ class CompareRunner:
         *,
         outputs: Sequence[Path] = (),
         on_save: Callable[[CompareDocument], None] | None = None,
+        trust_code: bool = False,
     ) -> None:
         self.engine = engine
+        self.trust_code = trust_code
+        """Whether the plan's Python checkers may run (else their checks are 'skipped')."""
         self.document = document
         """The document so far (rewritten after every run)."""
         self.plan = document.plan
@@ -314,7 +320,7 @@ class CompareRunner:
             return _failed(job, session, error or "the run ended without a result"), died
         check: CheckResult | None = None
         if prompt.check is not None:
-            check = await run_checker(prompt.check, summary.text)
+            check = await run_checker(prompt.check, summary.text, trust_code=self.trust_code)
         m = summary.metrics
         record = RunRecord(
             seq=job.seq,
@@ -336,6 +342,7 @@ class CompareRunner:
             acceptance=m.acceptance_rate,
             mean_acceptance_length=m.mean_acceptance_length,
             accepted_per_position=list(m.accepted_per_position),
+            attribution_anomalies=m.attribution_anomalies,
             peak_rss_bytes=m.peak_rss_bytes,
             peak_rss_minus_shared_bytes=m.peak_rss_minus_shared_bytes,
             peak_gpu_bytes=m.peak_gpu_bytes,

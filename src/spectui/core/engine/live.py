@@ -1,8 +1,9 @@
 """`LiveEngine`: the `Engine` over a real llama-server, launched by spectui or attached to.
 
-`build_engine` turns settings into an engine and checks everything it can *before* a process
-starts (binary, capabilities, model file, spec config), so a bad input costs one line, not a
-half-started server.
+`launch_engine` checks everything it can *before* a process starts (model file, spec config,
+extra arguments against the binary's capabilities), so a bad input costs one line, not a
+half-started server. Turning the app's settings into those parameters is `spectui.app_setup`'s
+job: the engine never reads settings.
 """
 
 from __future__ import annotations
@@ -15,19 +16,18 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from spectui.config import Settings
-from spectui.core.attach import AttachedServer, attach
-from spectui.core.binary import Capabilities, find_llama_server, probe_capabilities
-from spectui.core.client import ServerClient, safe_url
-from spectui.core.engine import ServerInfo
+from spectui.core.engine.base import EngineDirs, ServerInfo
 from spectui.core.errors import ModelError, SpecConfigError, SpectuiError
-from spectui.core.events import EngineEvent, ErrorEvent, ServerState, ServerStateEvent
-from spectui.core.gguf import check_gguf
-from spectui.core.memory import MemorySampler
+from spectui.core.events import ErrorEvent, EventStream, ServerState, ServerStateEvent
+from spectui.core.llama.attach import AttachedServer, attach
+from spectui.core.llama.binary import Capabilities, probe_capabilities
+from spectui.core.llama.client import ServerClient, safe_url
+from spectui.core.llama.gguf import check_gguf
+from spectui.core.llama.memory import MemorySampler
+from spectui.core.llama.server import LaunchConfig, ManagedServer
+from spectui.core.llama.specconfig import SYNTH_LEN_FLAG, SpecConfig
 from spectui.core.request import GenerationRequest
-from spectui.core.server import LaunchConfig, ManagedServer
-from spectui.core.specconfig import SYNTH_LEN_FLAG, SpecConfig
-from spectui.core.stream import StreamRun
+from spectui.core.stream.run import StreamRun
 
 # An error-level line of llama-server's log: 'M.SS.mmm.uuu E module  function: message'.
 _LOG_ERROR = re.compile(r"^\S+ E \S+\s+(?:\w+: )?(.*)$")
@@ -54,44 +54,44 @@ def demo_model() -> Path:
     return Path(assemble())
 
 
-def spec_from_settings(settings: Settings) -> SpecConfig:
-    """The spec config the settings ask for (not yet validated against a binary)."""
-    spec = SpecConfig.parse(settings.spec_type, draft_model=settings.draft_model)
-    update: dict[str, object] = {}
-    if settings.draft_n_max is not None:
-        update["draft_n_max"] = settings.draft_n_max
-    if settings.draft_n_min is not None:
-        update["draft_n_min"] = settings.draft_n_min
-    return spec.model_copy(update=update) if update else spec
+def launch_engine(
+    binary: Path,
+    caps: Capabilities,
+    model: Path,
+    spec: SpecConfig,
+    *,
+    ctx_size: int,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    extra_args: tuple[str, ...] = (),
+    dirs: EngineDirs | None = None,
+) -> LiveEngine:
+    """A (not yet started) engine that launches ``binary`` with ``model`` and ``spec``.
 
-
-def build_engine(settings: Settings) -> LiveEngine:
-    """An engine for the settings: attach when a URL is given, else launch (checked first)."""
-    if settings.url:
-        return LiveEngine.attached(settings.url, settings.api_key)
-    binary = find_llama_server(settings.server_bin)
-    caps = probe_capabilities(binary.path)
-    model = settings.model if settings.model is not None else demo_model()
+    Everything that can be checked before a process starts is checked here (model and draft
+    model files, the spec and the extra arguments against this binary's ``--help``), so a bad
+    input costs one line, not a half-started server.
+    """
     check_gguf(model)
-    spec = spec_from_settings(settings)
     if spec.draft_model is not None:
         check_gguf(spec.draft_model, what="draft model")
     spec.validate_for(caps)
     config = LaunchConfig(
-        binary=binary.path,
+        binary=binary,
         model=model,
         spec=spec,
-        ctx_size=settings.ctx_size,
-        host=settings.host,
-        port=settings.port,
-        extra_args=tuple(settings.server_args),
+        ctx_size=ctx_size,
+        host=host,
+        port=port,
+        extra_args=extra_args,
     )
     config.argv(caps, port=config.port or 0)  # rejects bad extra args now, not at launch
-    return LiveEngine(ManagedServer(config, caps), caps=caps)
+    dirs = dirs or EngineDirs()
+    return LiveEngine(ManagedServer(config, caps, log_dir=dirs.logs), caps=caps, dirs=dirs)
 
 
 class LiveEngine:
-    """One llama-server and the runs streamed from it. Implements `spectui.core.engine.Engine`."""
+    """One llama-server and the runs streamed from it; implements `Engine`."""
 
     def __init__(
         self,
@@ -100,8 +100,10 @@ class LiveEngine:
         caps: Capabilities | None = None,
         url: str | None = None,
         api_key: SecretStr | None = None,
+        dirs: EngineDirs | None = None,
     ) -> None:
         self._server = server
+        self._dirs = dirs or EngineDirs()
         self._caps = caps
         self._attach_url = url
         self._api_key = api_key
@@ -112,9 +114,11 @@ class LiveEngine:
         self._closed = False
 
     @classmethod
-    def attached(cls, url: str, api_key: SecretStr | None = None) -> LiveEngine:
+    def attached(
+        cls, url: str, api_key: SecretStr | None = None, dirs: EngineDirs | None = None
+    ) -> LiveEngine:
         """An engine for a server someone else started."""
-        return cls(None, url=url, api_key=api_key)
+        return cls(None, url=url, api_key=api_key, dirs=dirs)
 
     # -- what the UI reads ---------------------------------------------------------------------
 
@@ -164,7 +168,7 @@ class LiveEngine:
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    async def start(self) -> AsyncIterator[EngineEvent]:
+    async def start(self) -> EventStream:
         """Launch the server (or probe the attached one); state events until READY or FAILED."""
         if self._server is None:
             async for event in self._attach():
@@ -173,9 +177,7 @@ class LiveEngine:
         async for event in self._guard(self._server.start()):
             yield event
 
-    async def switch_spec(
-        self, spec: SpecConfig, *, adopt: bool = False
-    ) -> AsyncIterator[EngineEvent]:
+    async def switch_spec(self, spec: SpecConfig, *, adopt: bool = False) -> EventStream:
         """Restart the server with ``spec``; state events until READY or FAILED.
 
         An attached server is only restarted with ``adopt=True`` (the user confirmed restarting a
@@ -198,7 +200,7 @@ class LiveEngine:
         async for event in self._guard(self._server.restart(spec)):
             yield event
 
-    async def _adopt(self, spec: SpecConfig, confirmed: bool) -> AsyncIterator[EngineEvent]:
+    async def _adopt(self, spec: SpecConfig, confirmed: bool) -> EventStream:
         attached = self._attached
         if attached is None or not attached.can_adopt:
             yield ServerStateEvent(
@@ -218,8 +220,10 @@ class LiveEngine:
         yield ServerStateEvent(state=ServerState.RESTARTING, detail=f"adopting pid {attached.pid}")
         try:
             if self._caps is None and attached.exe is not None:
-                self._caps = await asyncio.to_thread(probe_capabilities, attached.exe)
-            self._server = await attached.adopt(spec, self._caps)
+                self._caps = await asyncio.to_thread(
+                    probe_capabilities, attached.exe, self._dirs.caps_cache
+                )
+            self._server = await attached.adopt(spec, self._caps, log_dir=self._dirs.logs)
         except SpectuiError as error:
             yield ServerStateEvent(state=ServerState.FAILED, detail=str(error))
             return
@@ -228,7 +232,7 @@ class LiveEngine:
         async for event in self._guard(self._server.start()):
             yield event
 
-    async def _guard(self, states: AsyncIterator[ServerStateEvent]) -> AsyncIterator[EngineEvent]:
+    async def _guard(self, states: AsyncIterator[ServerStateEvent]) -> EventStream:
         """Pass state events through; a failure becomes a FAILED event with the log tail."""
         try:
             async for event in states:
@@ -275,7 +279,7 @@ class LiveEngine:
             # still wants the key the user attached with.
             self._client = ServerClient(url, api_key or self._api_key)
 
-    async def _attach(self) -> AsyncIterator[EngineEvent]:
+    async def _attach(self) -> EventStream:
         detail = f"connecting to {safe_url(str(self._attach_url))}"
         yield ServerStateEvent(state=ServerState.STARTING, detail=detail)
         try:
@@ -288,11 +292,13 @@ class LiveEngine:
         self._model = attached.props.model_alias or attached.props.model_path
         if attached.exe is not None:
             with contextlib.suppress(SpectuiError):
-                self._caps = await asyncio.to_thread(probe_capabilities, attached.exe)
+                self._caps = await asyncio.to_thread(
+                    probe_capabilities, attached.exe, self._dirs.caps_cache
+                )
         shown = attached.client.shown_url
         yield ServerStateEvent(state=ServerState.READY, detail=f"attached to {shown}")
 
-    async def run(self, request: GenerationRequest) -> AsyncIterator[EngineEvent]:
+    async def run(self, request: GenerationRequest) -> EventStream:
         """Stream one generation; ends with READY, or FAILED when the server died under it."""
         if self._client is None or self._closed:
             yield ErrorEvent(message="the server is not ready", kind="not_ready")
@@ -346,4 +352,4 @@ class LiveEngine:
             await self._attached.aclose()
 
 
-__all__ = ["DemoModelMissingError", "LiveEngine", "SpecConfigError", "build_engine", "demo_model"]
+__all__ = ["DemoModelMissingError", "LiveEngine", "SpecConfigError", "demo_model", "launch_engine"]

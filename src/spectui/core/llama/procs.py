@@ -1,7 +1,7 @@
 """Process-wide safety net: every llama-server spectui launches is registered here until reaped.
 
-`kill_all_sync` kills every registered process group; it runs from ``atexit`` and from the signal
-handlers `install_signal_handlers` sets up, so no server outlives spectui. On Linux the child also
+`kill_all_sync` kills every registered process group; it runs from ``atexit`` and from
+`spectui.lifecycle`'s watchdog, so no server outlives spectui. On Linux the child also
 asks the kernel for SIGTERM when spectui dies (`die_with_parent`), which covers ``kill -9``.
 """
 
@@ -15,8 +15,6 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
-from types import FrameType
 
 import psutil
 
@@ -98,21 +96,3 @@ def kill_all_sync(grace_s: float = KILL_GRACE_S) -> list[int]:
 
 
 atexit.register(kill_all_sync)
-
-
-def install_signal_handlers(on_signal: Callable[[int], None] | None = None) -> None:
-    """On SIGTERM/SIGHUP: kill every launched server, then ``on_signal(signum)`` or exit.
-
-    Call from the main thread (Python only lets it set handlers). Without ``on_signal`` the
-    process exits with status 128 + signum, as a shell expects.
-    """
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        kill_all_sync()
-        if on_signal is not None:
-            on_signal(signum)
-        else:
-            raise SystemExit(128 + signum)
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, handler)

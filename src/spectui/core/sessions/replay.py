@@ -5,7 +5,9 @@ live stream uses, at their recorded times, so the replayed numbers equal the liv
 (floats survive JSON unchanged). The prompt numbers are the one input the client cannot compute:
 the server reports them in each chunk's timings, which are not events. They are taken from where
 the recording keeps them: each snapshot's own prompt fields, and the server timings recorded with
-the summary.
+the summary. The attribution's anomaly count is the other: it counts chunks whose counters did not
+fit, and chunks are not recorded (only the tokens attributed from them), so it cannot be
+recounted; it is taken from the recorded snapshots and summary, like the prompt numbers.
 
 `ReplayEngine` implements the `Engine` protocol over a session, so the full TUI replays a run
 without a server. Its `ReplayClock` maps recording time to loop time at a speed (or as fast as
@@ -18,13 +20,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import math
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from spectui.core.engine import ServerInfo
+from spectui.core.engine.base import ServerInfo
 from spectui.core.events import (
     EngineEvent,
     ErrorEvent,
+    EventStream,
     MemoryEvent,
     MetricsEvent,
     ServerState,
@@ -33,11 +36,11 @@ from spectui.core.events import (
     SummaryEvent,
     TokenEvent,
 )
-from spectui.core.metrics import MetricsTracker
-from spectui.core.protocol import Timings
+from spectui.core.llama.protocol import Timings
+from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest
-from spectui.core.sessionfile import Session
-from spectui.core.specconfig import SpecConfig
+from spectui.core.sessions.file import Session
+from spectui.core.stream.metrics import MetricsTracker
 
 SPEEDS = {"0.5": 0.5, "1": 1.0, "2": 2.0, "max": None}
 """The replay speeds the command line offers; None plays as fast as possible."""
@@ -76,11 +79,14 @@ def recompute(session: Session) -> Recomputed:
             # Server-reported prompt numbers as they stood then (mid-prompt ones differ).
             tracker.prompt_tokens = event.snapshot.prompt_tokens
             tracker.prompt_tokens_per_second = event.snapshot.prompt_tokens_per_second
+            tracker.attribution_anomalies = event.snapshot.attribution_anomalies
             event = MetricsEvent(t=event.t, snapshot=tracker.snapshot(event.t))
         elif isinstance(event, SummaryEvent):
             timings = _prompt_timings(event)
             if timings is not None:
                 tracker.on_timings(timings)  # the last chunk's timings, as live saw them last
+            # Not recomputable (see the module's docstring): the live count, as recorded.
+            tracker.attribution_anomalies = event.metrics.attribution_anomalies
             event = _summary(event, tracker, text)
         events.append(event)
     if recorded is None:
@@ -281,20 +287,18 @@ class ReplayEngine:
         """What the recorded run asked for."""
         return self.session.header.request
 
-    async def start(self) -> AsyncIterator[EngineEvent]:
+    async def start(self) -> EventStream:
         """Ready at once: there is no server."""
         detail = f"replay of {self.session.name}"
         if self.session.problem:
             detail += f" · {self.session.problem}"
         yield ServerStateEvent(state=ServerState.READY, detail=detail)
 
-    async def switch_spec(
-        self, spec: SpecConfig, *, adopt: bool = False
-    ) -> AsyncIterator[EngineEvent]:
+    async def switch_spec(self, spec: SpecConfig, *, adopt: bool = False) -> EventStream:
         """Not offered: a replay shows what was recorded."""
         yield ServerStateEvent(state=ServerState.READY, detail="a replay cannot switch spec types")
 
-    async def run(self, request: GenerationRequest | None = None) -> AsyncIterator[EngineEvent]:
+    async def run(self, request: GenerationRequest | None = None) -> EventStream:
         """The recorded events on the clock (``request`` is ignored: the recording's ran)."""
         self.finished = False
         self.plays += 1

@@ -13,10 +13,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from spectui.core.checkers import Checker
-from spectui.core.request import GenerationRequest
-from spectui.core.specconfig import SpecConfig
-from spectui.core.textdiff import Divergence
+from spectui.core.compare.checkers import Checker
+from spectui.core.compare.textdiff import Divergence
+from spectui.core.llama.specconfig import SpecConfig
+from spectui.core.request import GenerationRequest, Sampling
 
 BASELINE = "none"
 """Name of the baseline config: no speculation."""
@@ -62,29 +62,6 @@ class ComparePrompt(BaseModel):
     """Tokens to generate (the same for every config)."""
     check: Checker | None = None
     """What a correct response satisfies, if anything."""
-
-
-class Sampling(BaseModel):
-    """Generation parameters: identical for every run of a comparison."""
-
-    model_config = ConfigDict(frozen=True)
-
-    temperature: float = 0.0
-    """0 makes responses comparable token for token with the baseline."""
-    seed: int = 42
-    """Sampling seed."""
-    top_k: int | None = None
-    """Top-k (server default when None)."""
-    top_p: float | None = None
-    """Top-p (server default when None)."""
-    chat: bool = False
-    """Chat endpoint (the model's template) instead of raw completion."""
-    cache_prompt: bool = False
-    """Off: every run pays the full prompt, so TTFT is comparable."""
-    stall_timeout_s: float = 60.0
-    """Seconds without a byte before a run is declared stalled."""
-    n_predict: int | None = None
-    """One length for every prompt (--n-predict), or None: each prompt's own."""
 
 
 class CompareJob(BaseModel):
@@ -171,18 +148,7 @@ class ComparePlan(BaseModel):
 
     def request(self, prompt: ComparePrompt) -> GenerationRequest:
         """The request of every run of ``prompt``."""
-        s = self.sampling
-        return GenerationRequest(
-            prompt=prompt.text,
-            chat=s.chat,
-            n_predict=prompt.n_predict,
-            temperature=s.temperature,
-            seed=s.seed,
-            top_k=s.top_k,
-            top_p=s.top_p,
-            cache_prompt=s.cache_prompt,
-            stall_timeout_s=s.stall_timeout_s,
-        )
+        return self.sampling.request(prompt.text, prompt.n_predict)
 
 
 class RunRecord(BaseModel):
@@ -232,6 +198,8 @@ class RunRecord(BaseModel):
     """Tokens per verification step (1 + accepted / steps)."""
     accepted_per_position: list[int] = Field(default_factory=list)
     """Steps that accepted a draft token at each position."""
+    attribution_anomalies: int = 0
+    """Times the server's counters did not fit the attribution model (see `RunMetrics`)."""
     peak_rss_bytes: int | None = None
     """Highest RSS of the server during the run."""
     peak_rss_minus_shared_bytes: int | None = None

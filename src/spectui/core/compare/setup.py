@@ -10,18 +10,22 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from spectui.config import Settings
-from spectui.core.binary import BinaryChoice, Capabilities, find_llama_server, probe_capabilities
-from spectui.core.compare_models import BASELINE, CompareConfig
-from spectui.core.compare_store import BinaryInfo, ModelInfo, ServerOptions
+from spectui.core.compare.models import BASELINE, CompareConfig
+from spectui.core.compare.store import BinaryInfo, ModelInfo, ServerOptions
+from spectui.core.engine.base import EngineDirs
+from spectui.core.engine.live import LiveEngine, demo_model, launch_engine
 from spectui.core.errors import SpecConfigError, SpectuiError
-from spectui.core.gguf import check_gguf
-from spectui.core.server import LaunchConfig, ManagedServer
-from spectui.core.session import LiveEngine, demo_model
-from spectui.core.specconfig import SpecConfig
+from spectui.core.llama.binary import (
+    BinaryChoice,
+    Capabilities,
+    find_llama_server,
+    probe_capabilities,
+)
+from spectui.core.llama.gguf import check_gguf
+from spectui.core.llama.specconfig import SpecConfig
 
 
 class CompareSetupError(SpectuiError):
@@ -41,6 +45,7 @@ class CompareSetup:
     server: ServerOptions
     host: str = "127.0.0.1"
     port: int | None = None
+    dirs: EngineDirs = field(default_factory=EngineDirs)
 
     @property
     def binary_info(self) -> BinaryInfo:
@@ -60,42 +65,40 @@ class CompareSetup:
 
     def engine(self, spec: SpecConfig) -> LiveEngine:
         """A (not yet started) engine whose server launches with ``spec``."""
-        config = LaunchConfig(
-            binary=self.binary.path,
-            model=self.model,
-            spec=spec,
+        return launch_engine(
+            self.binary.path,
+            self.caps,
+            self.model,
+            spec,
             ctx_size=self.server.ctx_size,
             host=self.host,
             port=self.port,
             extra_args=tuple(self.server.extra_args),
+            dirs=self.dirs,
         )
-        config.argv(self.caps, port=config.port or 0)  # bad extra args fail now, not at launch
-        return LiveEngine(ManagedServer(config, self.caps), caps=self.caps)
 
 
 def prepare(
-    settings: Settings,
     *,
-    binary: Path | None = None,
-    model: Path | None = None,
-    server: ServerOptions | None = None,
+    server_bin: Path | None,
+    model: Path | None,
+    server: ServerOptions,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    dirs: EngineDirs | None = None,
+    resumed_binary: Path | None = None,
 ) -> CompareSetup:
-    """Find and check the binary and model (``binary``/``model``/``server``: a resumed file's)."""
-    if settings.url:
-        raise CompareSetupError(
-            "compare launches its own llama-server (it restarts it for each config): "
-            "use --model, not --url"
-        )
-    if binary is not None and settings.server_bin is None:
-        choice = find_llama_server(binary, "the results file")
+    """Find and check the binary and model (``resumed_binary``: a resumed file's, used unless
+    ``server_bin`` names another)."""
+    if resumed_binary is not None and server_bin is None:
+        choice = find_llama_server(resumed_binary, "the results file")
     else:
-        choice = find_llama_server(settings.server_bin)
-    caps = probe_capabilities(choice.path)
+        choice = find_llama_server(server_bin)
+    dirs = dirs or EngineDirs()
+    caps = probe_capabilities(choice.path, dirs.caps_cache)
     if model is None:
-        model = settings.model if settings.model is not None else demo_model()
+        model = demo_model()
     check_gguf(model)
-    if server is None:
-        server = ServerOptions(ctx_size=settings.ctx_size, extra_args=list(settings.server_args))
     stray = SpecConfig.from_args(list(server.extra_args), caps)
     if stray is not None:
         raise CompareSetupError(
@@ -107,8 +110,9 @@ def prepare(
         caps=caps,
         model=model.expanduser().absolute(),
         server=server,
-        host=settings.host,
-        port=settings.port,
+        host=host,
+        port=port,
+        dirs=dirs,
     )
 
 

@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from spectui import __version__
 from spectui.core.errors import SpectuiError, read_bytes
 from spectui.core.events import EngineEvent, SummaryEvent, engine_event_adapter
+from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest
-from spectui.core.specconfig import SpecConfig
 
 SCHEMA_VERSION = 1
 """Version of the session file format this spectui writes and reads."""

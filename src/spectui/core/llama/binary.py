@@ -17,7 +17,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from spectui.config import cache_dir
 from spectui.core.errors import BinaryNotFoundError
 
 ENV_VAR = "SPECTUI_LLAMA_SERVER"
@@ -285,7 +284,7 @@ def probe_capabilities(binary: Path, cache_folder: Path | None = None) -> Capabi
     """Run ``binary --help`` and ``--version`` and parse them, or reuse the cached result.
 
     The cache key is the resolved path with its mtime and size, so a rebuilt or replaced
-    binary is probed again. ``cache_folder`` defaults to ``cache_dir()/capabilities``.
+    binary is probed again. Without ``cache_folder`` nothing is cached (every call probes).
     """
     try:
         resolved = binary.expanduser().resolve(strict=True)
@@ -293,7 +292,9 @@ def probe_capabilities(binary: Path, cache_folder: Path | None = None) -> Capabi
     except OSError as error:
         raise BinaryNotFoundError(f"llama-server {binary}: {error.strerror or error}") from error
     key = f"{_CACHE_VERSION}\0{resolved}\0{stat.st_mtime_ns}\0{stat.st_size}"
-    folder = cache_folder if cache_folder is not None else cache_dir() / "capabilities"
+    if cache_folder is None:
+        return _probe(resolved)
+    folder = cache_folder
     cached = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
     try:
         return Capabilities.model_validate_json(cached.read_bytes())

@@ -18,13 +18,13 @@ from urllib.parse import urlsplit
 import psutil
 from pydantic import SecretStr
 
-from spectui.core.binary import Capabilities, probe_capabilities
-from spectui.core.client import ServerClient
 from spectui.core.errors import ServerConnectionError, ServerStartError
-from spectui.core.launch import LaunchConfig, port_is_free
-from spectui.core.protocol import Props, ServerMetrics, Slot
-from spectui.core.server import START_TIMEOUT_S, STOP_GRACE_S, ManagedServer
-from spectui.core.specconfig import SpecConfig, replace_spec_args
+from spectui.core.llama.binary import Capabilities, probe_capabilities
+from spectui.core.llama.client import ServerClient
+from spectui.core.llama.launch import LaunchConfig, port_is_free
+from spectui.core.llama.protocol import Props, ServerMetrics, Slot
+from spectui.core.llama.server import START_TIMEOUT_S, STOP_GRACE_S, ManagedServer
+from spectui.core.llama.specconfig import SpecConfig, replace_spec_args
 
 _WILDCARDS = {"0.0.0.0", "::", ""}
 

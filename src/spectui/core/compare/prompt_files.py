@@ -26,8 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from spectui.core.checkers import Checker
-from spectui.core.compare_models import ComparePrompt
+from spectui.core.compare.checkers import Checker
+from spectui.core.compare.models import ComparePrompt
 from spectui.core.errors import SpectuiError, read_bytes
 from spectui.core.prompts import BUILTIN_PROMPTS
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from spectui.core.binary import Capabilities
 from spectui.core.errors import ModelError, SpecConfigError
-from spectui.core.gguf import check_gguf
+from spectui.core.llama.binary import Capabilities
+from spectui.core.llama.gguf import check_gguf
 
 # Every name each field has had in llama-server (the first is the canonical one), plus
 # '--draft-model' for people. Recognised even where the binary has dropped them, so an old

@@ -1,9 +1,9 @@
 """Launch, stop and restart the llama-server spectui owns.
 
 One server at a time, process-wide: a second launch while a spectui-launched server is alive is
-refused (`spectui.core.procs` keeps the registry and the orphan safety net). The server runs in
-its own process group with stdin closed; its merged stdout/stderr is drained continuously into a
-`ServerLog` (ring buffer + rotated file) so a full pipe can never stall it.
+refused (`spectui.core.llama.procs` keeps the registry and the orphan safety net). The server
+runs in its own process group with stdin closed; its merged stdout/stderr is drained continuously
+into a `ServerLog` (ring buffer + rotated file) so a full pipe can never stall it.
 
 Start and restart are async iterators of `ServerStateEvent`. The work itself runs in a task the
 server owns, under a lock: a newer start/restart/stop cancels the one in flight (whose iterator
@@ -23,16 +23,15 @@ from pathlib import Path
 
 import httpx
 
-from spectui.config import state_dir
-from spectui.core import procs
-from spectui.core.binary import Capabilities, probe_capabilities
-from spectui.core.client import HealthState, ServerClient
 from spectui.core.errors import BinaryNotFoundError, ServerStartError
 from spectui.core.events import ServerState, ServerStateEvent
-from spectui.core.gguf import check_gguf
-from spectui.core.launch import LaunchConfig, free_port, host_for_url, port_is_free, redacted
-from spectui.core.logbuffer import ServerLog, drain, new_log_file
-from spectui.core.specconfig import SpecConfig
+from spectui.core.llama import procs
+from spectui.core.llama.binary import Capabilities, probe_capabilities
+from spectui.core.llama.client import HealthState, ServerClient
+from spectui.core.llama.gguf import check_gguf
+from spectui.core.llama.launch import LaunchConfig, free_port, host_for_url, port_is_free, redacted
+from spectui.core.llama.logbuffer import ServerLog, drain, new_log_file
+from spectui.core.llama.specconfig import SpecConfig
 
 __all__ = ["LaunchConfig", "ManagedServer", "free_port", "port_is_free"]
 
@@ -61,8 +60,8 @@ class ManagedServer:
         self._caps = caps
         self.start_timeout_s = start_timeout_s
         """How long one launch may take to become ready."""
-        self.log_dir = log_dir if log_dir is not None else state_dir() / "logs"
-        """Where each launch's log file goes."""
+        self.log_dir = log_dir
+        """Where each launch's log file goes (None: the log is kept in memory only)."""
         self._port = config.port if config.port is not None else free_port(config.host)
         self._port_given = config.port is not None
         self._proc: asyncio.subprocess.Process | None = None
@@ -265,7 +264,7 @@ class ManagedServer:
     ) -> None:
         config = self._config
         argv = config.argv(caps, self._port)
-        self._log = ServerLog(new_log_file(self.log_dir))
+        self._log = ServerLog(new_log_file(self.log_dir) if self.log_dir is not None else None)
         self._log.note(redacted(argv))
         self._state = ServerState.RESTARTING if restarting else ServerState.STARTING
         try:

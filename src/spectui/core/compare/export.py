@@ -9,9 +9,9 @@ from __future__ import annotations
 import csv
 import io
 
-from spectui.core.compare_models import RunRecord, round_name
-from spectui.core.compare_store import CompareDocument
-from spectui.core.report import SummaryRow
+from spectui.core.compare.models import RunRecord, round_name
+from spectui.core.compare.store import CompareDocument
+from spectui.core.compare.verdict import SummaryRow
 
 CSV_FIELDS = (
     "seq",
@@ -34,6 +34,7 @@ CSV_FIELDS = (
     "mean_acceptance_length",
     "steps",
     "accepted_per_position",
+    "attribution_anomalies",
     "peak_rss_bytes",
     "peak_rss_minus_shared_bytes",
     "peak_gpu_bytes",
@@ -243,7 +244,7 @@ def to_markdown(document: CompareDocument) -> str:
             where = r.divergence.short() if r.divergence else ""
             label = labels.get(r.config, r.config)
             lines.append(f"- {label}, `{r.prompt}`, {round_name(r)}: {where}")
-    unchecked = [r for r in document.runs if r.check_status not in (None, "passed")]
+    unchecked = [r for r in document.runs if r.check_status not in (None, "passed", "skipped")]
     if unchecked:
         lines += ["", "## Checker failures", ""]
         for r in unchecked:

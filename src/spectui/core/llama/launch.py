@@ -10,9 +10,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from spectui.core.binary import Capabilities
 from spectui.core.errors import ServerStartError, SpecConfigError
-from spectui.core.specconfig import SpecConfig, replace_spec_args
+from spectui.core.llama.binary import Capabilities
+from spectui.core.llama.specconfig import SpecConfig, replace_spec_args
 
 # Flags spectui sets itself: the same flag in extra args would silently win (llama-server takes the
 # last one) and spectui would then talk to the wrong port or report the wrong model.

@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from spectui.core.events import MemoryEvent, RunMetrics, StepEvent, TokenEvent, TokenOrigin
-from spectui.core.protocol import Timings
+from spectui.core.llama.protocol import Timings
 
 ROLLING_WINDOW_S = 2.0
 """Width of the window behind 'tokens/s now'."""
@@ -34,6 +34,9 @@ class MetricsTracker:
     peak_rss: int | None = None
     peak_rss_minus_shared: int | None = None
     peak_gpu: int | None = None
+    attribution_anomalies: int = 0
+    """Set by whoever attributes the tokens (the counter lives in the `Attributor`), read here
+    only when a snapshot is made; replay sets it from the recording."""
     _window: deque[tuple[float, int]] = field(default_factory=deque)
 
     def on_token(self, token: TokenEvent) -> None:
@@ -110,4 +113,5 @@ class MetricsTracker:
             peak_rss_bytes=self.peak_rss,
             peak_rss_minus_shared_bytes=self.peak_rss_minus_shared,
             peak_gpu_bytes=self.peak_gpu,
+            attribution_anomalies=self.attribution_anomalies,
         )

@@ -15,7 +15,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, SecretStr, TypeAdapter, ValidationError
 
 from spectui.core.errors import AuthError, ServerConnectionError
-from spectui.core.protocol import ErrorBody, Props, ServerMetrics, Slot
+from spectui.core.llama.protocol import ErrorBody, Props, ServerMetrics, Slot
 
 DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 """Timeout of the small JSON endpoints; streaming passes its own per request."""

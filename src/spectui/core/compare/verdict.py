@@ -14,8 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from spectui.core.compare_models import ComparePlan, RunRecord
-from spectui.core.textdiff import first_divergence
+from spectui.core.compare.models import ComparePlan, RunRecord
+from spectui.core.compare.textdiff import first_divergence
 
 Verdict = Literal["baseline", "keep", "drop", "inconclusive", "failed", "pending"]
 
@@ -96,7 +96,7 @@ class SummaryRow(BaseModel):
     check_failures: int = 0
     """Runs whose checker did not pass."""
     checked: int = 0
-    """Runs a checker looked at."""
+    """Runs a checker looked at (a skipped, untrusted Python checker did not)."""
     verdict: Verdict = "pending"
     """keep / drop / inconclusive / failed / baseline / pending (runs still to come)."""
     reason: str = ""
@@ -203,7 +203,7 @@ def _row(
     speed = _stats(speedups)
     compared = [r for r in ok if r.identical_to_baseline is not None]
     differing = [r for r in compared if not r.identical_to_baseline]
-    checked = [r for r in ok if r.check_status is not None]
+    checked = [r for r in ok if r.check_status not in (None, "skipped")]  # skipped: not run
     row = SummaryRow(
         config=config,
         prompt=prompt,

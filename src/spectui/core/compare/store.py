@@ -18,14 +18,14 @@ from typing import IO, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from spectui import __version__
-from spectui.core.compare_models import (
+from spectui.core.compare.models import (
     ComparePlan,
     CompareSessionInfo,
     RunRecord,
     ServerStart,
 )
+from spectui.core.compare.verdict import SummaryRow, annotate, report_rows
 from spectui.core.errors import SpectuiError, read_bytes
-from spectui.core.report import SummaryRow, annotate, report_rows
 
 FORMAT: Literal["spectui-compare/1"] = "spectui-compare/1"
 """Identifies the document format (bumped if a field changes meaning)."""

@@ -1,0 +1,92 @@
+"""What every spectui app shares: themes, quitting, signals and the engine's end.
+
+`SpectuiApp` (live), `ReplayApp` and `CompareApp` differ only in the first screen they show
+(`show_first_screen`) and what quitting says while it stops; `run` runs any of them under
+`spectui.lifecycle`, so quitting, SIGHUP and SIGTERM close the engine the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+
+from spectui.config import Settings
+from spectui.core.engine.base import Engine
+from spectui.lifecycle import run_app
+from spectui.ui.themes import (
+    DEFAULT_THEME,
+    discover_themes,
+    shipped_theme_dir,
+    spec_variable_defaults,
+    user_theme_dir,
+)
+
+
+class SpectuiBaseApp(App[None]):
+    """Themes, quitting and the engine; subclasses say which screen comes first."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "spectui"
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+q", "quit", "Quit", show=False)]
+
+    def __init__(self, engine: Engine | None, settings: Settings) -> None:
+        super().__init__()
+        self.engine = engine
+        self.settings = settings
+        self._theme_problems = self._load_themes(settings.theme)
+
+    def _load_themes(self, wanted: str) -> list[str]:
+        """Register shipped and user themes, pick ``wanted``; return problems to show."""
+        themes, problems = discover_themes(shipped_theme_dir(), user_theme_dir())
+        for theme in themes:
+            self.register_theme(theme)
+        if wanted in self.available_themes:
+            self.theme = wanted
+        else:
+            problems.append(f"unknown theme {wanted!r}; using {DEFAULT_THEME}")
+            if DEFAULT_THEME in self.available_themes:
+                self.theme = DEFAULT_THEME
+        return problems
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        # Any theme (a built-in Textual one picked from the palette too) gets token colours.
+        return spec_variable_defaults(self.current_theme)
+
+    def on_mount(self) -> None:
+        # Subclasses do not define on_mount (Textual would run each class's in turn): they say
+        # what to show in `show_first_screen`.
+        for problem in self._theme_problems:
+            self.notify(problem, title="Theme", severity="warning", timeout=10)
+        self.show_first_screen()
+
+    def show_first_screen(self) -> None:
+        """Push the app's first screen."""
+        raise NotImplementedError
+
+    def on_ready(self) -> None:
+        # Start-up leaves objects that live as long as the app (Textual's DOM and styles, the
+        # pydantic schemas, every module). Frozen after the first frame, a full collection no
+        # longer walks them: that walk paused the screen 30-40 ms every few thousand tokens.
+        gc.freeze()
+
+    def on_unmount(self) -> None:
+        gc.unfreeze()  # (an app run inside a longer-lived process, e.g. under a test runner)
+
+    def quitting(self) -> None:
+        """Say on screen that spectui is stopping (the server may take a moment)."""
+
+    async def action_quit(self) -> None:
+        """Stop what runs (a cut-short run is never recorded as a result), then the server,
+        then leave."""
+        self.quitting()
+        self.workers.cancel_all()
+        if self.engine is not None:
+            await self.engine.aclose()
+        self.exit()
+
+    async def run_guarded(self, *, headless: bool = False) -> int:
+        """Run until the user quits or a signal ends it; the engine is closed on every exit."""
+        return await run_app(self, self.engine, headless=headless)

@@ -1,0 +1,147 @@
+"""One mapping from settings to a request: the TUI, `stream` and `compare` send the same body for
+the same flags and settings, for every sampling option; and the two TUI bugs it fixed."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_engine import FakeEngine
+
+from spectui.cli import build_parser, main, settings_from, split_extra
+from spectui.config import Settings
+from spectui.core.llama.specconfig import SpecConfig
+from spectui.core.prompts import builtin_prompt
+from spectui.core.request import GenerationRequest, Sampling
+from spectui.ui.app import SpectuiApp
+from unit.compare_helpers import FakeSetup, ScriptedEngine
+
+# Every Sampling field set away from its default, on the command line.
+FLAGS = [
+    "--n-predict", "33",
+    "--temperature", "0.7",
+    "--seed", "1234",
+    "--top-k", "5",
+    "--top-p", "0.9",
+    "--chat",
+    "--cache-prompt",
+    "--stall-timeout", "12.5",
+]  # fmt: skip
+
+
+def test_every_sampling_field_has_a_flag() -> None:
+    from spectui.commands.common import SAMPLING_FLAGS
+
+    assert set(SAMPLING_FLAGS) == set(Sampling.model_fields)
+    given = {flag for flag in FLAGS if flag.startswith("--")}
+    assert given == set(SAMPLING_FLAGS.values())
+
+
+def settings_for(*argv: str) -> Settings:
+    own, extra = split_extra(argv)
+    return settings_from(build_parser().parse_args(own), extra)
+
+
+async def tui_request(settings: Settings, prompt: Any) -> GenerationRequest:
+    """The request the TUI sends once it autoruns ``prompt``."""
+    engine = FakeEngine()
+    app = SpectuiApp(engine, settings, prompt=prompt, autorun=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(400):
+            if engine.runs:
+                break
+            await pilot.pause(0.01)
+        await app.action_quit()
+    assert engine.runs, "the TUI never started a run"
+    return engine.runs[0]
+
+
+def stream_request(monkeypatch: pytest.MonkeyPatch, *argv: str) -> GenerationRequest:
+    """The request `spectui stream` sends for ``argv``."""
+    engine = FakeEngine()
+    monkeypatch.setattr("spectui.commands.stream.build_engine", lambda settings: engine)
+    assert main(["stream", *argv]) == 0
+    return engine.runs[0]
+
+
+class CapturingEngine(ScriptedEngine):
+    requests: list[GenerationRequest]
+
+    def run(self, request: GenerationRequest):  # type: ignore[no-untyped-def, override]
+        self.requests.append(request)
+        return super().run(request)
+
+
+def compare_requests(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *argv: str
+) -> list[GenerationRequest]:
+    """The requests `spectui compare` sends for ``argv`` (one config, the baseline)."""
+    requests: list[GenerationRequest] = []
+
+    class Setup(FakeSetup):
+        def engine(self, spec: SpecConfig) -> ScriptedEngine:
+            engine = CapturingEngine(spec=spec)
+            engine.requests = requests
+            return engine
+
+    monkeypatch.setattr("spectui.commands.compare.compare_setup", lambda settings, **_: Setup())
+    out = tmp_path / "r.json"
+    code = main(["compare", "--config", "none", "--reps", "1", "--no-chart", "--json", str(out),
+                 *argv])  # fmt: skip
+    assert code == 0
+    return requests
+
+
+@pytest.mark.parametrize("where", ["flags", "settings file"])
+async def test_tui_stream_and_compare_send_the_same_body(
+    where: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    if where == "settings file":
+        config = tmp_path / "config.toml"
+        config.write_text(
+            "n_predict = 33\ntemperature = 0.7\nseed = 1234\ntop_k = 5\ntop_p = 0.9\n"
+            "chat = true\ncache_prompt = true\nstall_timeout_s = 12.5\n"
+        )
+        monkeypatch.setenv("SPECTUI_CONFIG", str(config))
+        flags: list[str] = []
+    else:
+        flags = FLAGS
+    prompt = builtin_prompt("essay")
+    tui = await tui_request(settings_for(*flags), prompt)
+    stream = await asyncio.to_thread(stream_request, monkeypatch, "--builtin", "essay", *flags)
+    compared = await asyncio.to_thread(
+        compare_requests, monkeypatch, tmp_path, "--prompts", "builtin:essay", *flags
+    )
+    assert compared, "compare sent nothing"
+    expected = {
+        "n_predict": 33,
+        "temperature": 0.7,
+        "seed": 1234,
+        "top_k": 5,
+        "top_p": 0.9,
+        "cache_prompt": True,
+    }
+    for request in (tui, stream, *compared):
+        assert request.payload() == tui.payload()
+        assert request.stall_timeout_s == 12.5
+    body = tui.payload()
+    assert {key: body[key] for key in expected} == expected
+    assert body["messages"] == [{"role": "user", "content": prompt.text}]
+
+
+async def test_tui_honours_an_explicit_n_predict_over_the_builtin_length() -> None:
+    """`spectui --builtin essay --n-predict 3000 --run` used to stop at the prompt's own 256."""
+    essay = builtin_prompt("essay")
+    assert essay.n_predict != 3000
+    request = await tui_request(settings_for("--n-predict", "3000"), essay)
+    assert request.n_predict == 3000
+    default = await tui_request(settings_for(), essay)
+    assert default.n_predict == essay.n_predict  # no flag: the prompt's own length
+
+
+async def test_tui_honours_cache_prompt() -> None:
+    request = await tui_request(settings_for("--cache-prompt"), "Hello")
+    assert request.cache_prompt is True
+    assert request.payload()["cache_prompt"] is True
