@@ -71,6 +71,11 @@ class RunMetrics(BaseModel):
     """Highest GPU memory seen during the run (None without NVML)."""
     draft_tokens: int = 0
     """Tokens in the response that were drafted and accepted."""
+    client_cpu_percent: float | None = None
+    """spectui's own CPU while the run streamed, mean of the memory samples (100 = one core):
+    what watching cost; None when the server's process is not visible from here."""
+    server_cpu_percent: float | None = None
+    """The server process tree's CPU while the run streamed, mean of the same samples."""
     attribution_anomalies: int = 0
     """Times the server's counters did not fit the attribution model (a verification step began
     before the previous one's tokens were all released): above zero, the draft/target split of
@@ -173,6 +178,11 @@ class MemoryEvent(_Event):
     """RSS minus shared pages: mmap'd weights inflate RSS; this is what the process owns."""
     gpu_bytes: int | None = None
     """GPU memory used by the process (NVML), None when unavailable."""
+    server_cpu_percent: float | None = None
+    """CPU of the server's process tree since the previous sample (100 = one core busy)."""
+    client_cpu_percent: float | None = None
+    """CPU of spectui's own process since the previous sample: the observer's price, shown so
+    a user sees how much of the machine watching takes from the server."""
 
 
 class MetricsEvent(_Event):

@@ -60,27 +60,64 @@ def nvml() -> _Nvml:
     return _nvml
 
 
+TREE_REFRESH_S = 30.0
+"""How often the sampler looks for new child processes: finding them walks all of /proc (every
+process's parent), which cost more than the rest of a sample together (llama-server starts no
+children of its own; this is for wrappers that do)."""
+
+
 class MemorySampler:
-    """Samples one process tree's memory; cheap enough to call at 2 Hz."""
+    """Samples one process tree's memory and CPU, and this process's own CPU.
+
+    Cheap enough to call at 2 Hz: the `psutil.Process` objects are kept between samples (the
+    tree is re-walked every `TREE_REFRESH_S`), which also lets ``cpu_percent`` measure the
+    interval since the previous sample.
+    """
 
     def __init__(self, pid: int, *, use_gpu: bool = True) -> None:
         self.pid = pid
         self._use_gpu = use_gpu
+        self._procs: list[psutil.Process] = []
+        self._tree_t: float | None = None
+        self._self = psutil.Process()
+        self._self.cpu_percent()  # the first call only starts the interval
+
+    def _tree(self, t: float) -> list[psutil.Process]:
+        if self._tree_t is None or t - self._tree_t >= TREE_REFRESH_S or t < self._tree_t:
+            root = psutil.Process(self.pid)
+            known = {proc.pid: proc for proc in self._procs}
+            fresh = [root, *root.children(recursive=True)]
+            # Keep the objects already known: their cpu_percent intervals continue.
+            self._procs = [known.get(proc.pid, proc) for proc in fresh]
+            self._tree_t = t
+        return self._procs
 
     def sample(self, t: float = 0.0) -> MemoryEvent | None:
         """One sample, or None when the process is gone or not ours to inspect."""
         try:
-            root = psutil.Process(self.pid)
-            procs = [root, *root.children(recursive=True)]
+            procs = self._tree(t)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             return None
         rss = owned = 0
+        cpu = 0.0
         pids: set[int] = set()
         for proc in procs:
             with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-                info = proc.memory_info()
+                with proc.oneshot():
+                    info = proc.memory_info()
+                    cpu += proc.cpu_percent()
                 rss += info.rss
                 owned += info.rss - getattr(info, "shared", 0)
                 pids.add(proc.pid)
+        if self.pid not in pids:
+            self._tree_t = None  # the server went (or restarted): walk again next time
+            return None
         gpu = nvml().process_bytes(pids) if self._use_gpu else None
-        return MemoryEvent(t=t, rss_bytes=rss, rss_minus_shared_bytes=owned, gpu_bytes=gpu)
+        return MemoryEvent(
+            t=t,
+            rss_bytes=rss,
+            rss_minus_shared_bytes=owned,
+            gpu_bytes=gpu,
+            server_cpu_percent=cpu,
+            client_cpu_percent=self._self.cpu_percent(),
+        )

@@ -34,6 +34,9 @@ class MetricsTracker:
     peak_rss: int | None = None
     peak_rss_minus_shared: int | None = None
     peak_gpu: int | None = None
+    _cpu_samples: int = 0
+    _client_cpu_sum: float = 0.0
+    _server_cpu_sum: float = 0.0
     attribution_anomalies: int = 0
     """Set by whoever attributes the tokens (the counter lives in the `Attributor`), read here
     only when a snapshot is made; replay sets it from the recording."""
@@ -79,6 +82,13 @@ class MetricsTracker:
         )
         if sample.gpu_bytes is not None:
             self.peak_gpu = max(self.peak_gpu or 0, sample.gpu_bytes)
+        if sample.client_cpu_percent is not None and sample.server_cpu_percent is not None:
+            self._cpu_samples += 1
+            self._client_cpu_sum += sample.client_cpu_percent
+            self._server_cpu_sum += sample.server_cpu_percent
+
+    def _cpu_mean(self, total: float) -> float | None:
+        return round(total / self._cpu_samples, 1) if self._cpu_samples else None
 
     def decode_rate(self) -> float | None:
         """Tokens after the first / time from first to last token."""
@@ -113,5 +123,7 @@ class MetricsTracker:
             peak_rss_bytes=self.peak_rss,
             peak_rss_minus_shared_bytes=self.peak_rss_minus_shared,
             peak_gpu_bytes=self.peak_gpu,
+            client_cpu_percent=self._cpu_mean(self._client_cpu_sum),
+            server_cpu_percent=self._cpu_mean(self._server_cpu_sum),
             attribution_anomalies=self.attribution_anomalies,
         )

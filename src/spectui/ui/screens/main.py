@@ -362,6 +362,8 @@ class MainScreen(Screen[None]):
     @on(PromptProgressed)
     def _run_data(self, message: RunData) -> None:
         self.run_display.show(message)
+        if isinstance(message, MemorySampled):
+            self.server.bar.set_cpu(message.event)
 
     @on(RunEnded)
     def _run_finished(self, message: RunEnded) -> None:

@@ -156,7 +156,21 @@ class MetricsPane(Widget):
     def _redraw(self) -> None:
         self._redraw_timer = None
         self._last_redraw = monotonic()
-        self.refresh()
+        old, width = self._strips, self.size.width
+        if old is None or self._strips_width != width:
+            self.refresh()
+            return
+        new = self._render_strips(width)
+        if len(new) != len(old):
+            self.refresh(layout=True)
+            return
+        # Only the lines whose numbers changed are drawn and sent to the terminal: a snapshot
+        # moves a handful of the sixteen lines, and a sample with the same numbers none.
+        pairs = enumerate(zip(old, new, strict=True))
+        changed = [Region(0, y, width, 1) for y, (before, after) in pairs if before != after]
+        self._strips = new
+        if changed:
+            super().refresh(*changed)
 
     def finish(self, status: str, metrics: RunMetrics | None = None) -> None:
         if self.current is not None:

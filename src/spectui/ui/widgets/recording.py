@@ -39,15 +39,21 @@ class RecordingIndicator(Widget):
     def __init__(self, engine: RecordingEngine) -> None:
         super().__init__(id="recording")
         self.engine = engine
+        self._shown: tuple[object, ...] = ()
 
     def on_mount(self) -> None:
         self.sync()
         self.set_interval(REFRESH_S, self.sync)
 
     def sync(self) -> None:
-        """Show or hide the banner to match the engine, with its current file."""
-        self.set_class(self.engine.recording, "-on")
-        self.refresh()
+        """Show or hide the banner to match the engine, with its current file (redrawn only
+        when something it shows changed: this runs every second, run or no run)."""
+        engine = self.engine
+        self.set_class(engine.recording, "-on")
+        shown = (engine.recording, engine.writing, engine.last_path, engine.problem)
+        if shown != self._shown:
+            self._shown = shown
+            self.refresh()
 
     def render(self) -> Text:
         engine = self.engine

@@ -16,7 +16,7 @@ from textual.widget import Widget
 from textual.widgets import Log
 
 from spectui.core.engine.base import ServerInfo
-from spectui.core.events import ServerState, ServerStateEvent
+from spectui.core.events import MemoryEvent, ServerState, ServerStateEvent
 
 GLYPHS = {
     ServerState.STARTING: "◌",
@@ -62,6 +62,8 @@ class ServerBar(Widget):
         self.info = info
         self.state: ServerState | None = None
         self.detail = "not started"
+        self.cpu = ""
+        """spectui's and the server's CPU from the latest sample: the observer's price."""
 
     def set_state(self, state: ServerState, detail: str) -> None:
         self.state, self.detail = state, detail
@@ -70,6 +72,17 @@ class ServerBar(Widget):
     def set_detail(self, detail: str) -> None:
         self.detail = detail
         self.refresh()
+
+    def set_cpu(self, sample: MemoryEvent) -> None:
+        """Show the CPU shares of a memory sample (redrawn only when the rounded text changes)."""
+        if sample.client_cpu_percent is None or sample.server_cpu_percent is None:
+            return
+        cpu = (
+            f"spectui {sample.client_cpu_percent:.0f} % · server {sample.server_cpu_percent:.0f} %"
+        )
+        if cpu != self.cpu:
+            self.cpu = cpu
+            self.refresh()
 
     def set_info(self, info: ServerInfo) -> None:
         self.info = info
@@ -91,6 +104,8 @@ class ServerBar(Widget):
             f" · spec {spec.label if spec else 'unknown'}",
             self.get_component_rich_style("server--spec"),
         )
+        if self.cpu and state is not ServerState.FAILED:
+            text.append(f" · CPU {self.cpu}", self.get_component_rich_style("server--spec"))
         if self.detail:
             text.append(f"  {self.detail}")
         if state is ServerState.FAILED:
@@ -108,6 +123,7 @@ class ServerPane(Vertical):
         self._info = info
         self._log_shown_for_failure = False
         """The log was opened by a failure (not by the user): put it away on recovery."""
+        self._log_lines: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield ServerBar(self._info, id="server-bar")
@@ -147,8 +163,11 @@ class ServerPane(Vertical):
 
     def show_log(self, lines: list[str], *, visible: bool | None = None) -> None:
         """Replace the log view's lines; ``visible`` shows or hides it."""
-        log = self.log_view
-        log.clear()
-        log.write_lines(lines or ["(no log lines from the server)"])
+        shown = lines or ["(no log lines from the server)"]
+        if shown != self._log_lines:  # polled every second while open: redraw only news
+            self._log_lines = shown
+            log = self.log_view
+            log.clear()
+            log.write_lines(shown)
         if visible is not None:
             self.set_class(visible, "-show-log")

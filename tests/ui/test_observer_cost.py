@@ -1,0 +1,62 @@
+"""The monitor must not change what it measures: no frames when nothing changes, and the
+observer's own CPU shown next to the server's."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from fake_engine import FakeEngine
+from ui_helpers import main_screen, settle
+
+from spectui.app_setup import recorder
+from spectui.config import Settings
+from spectui.core.events import MemoryEvent
+from spectui.ui.app import SpectuiApp
+
+
+async def test_a_stream_that_stops_sending_causes_no_redraws(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    frames: list[float] = []
+    original = SpectuiApp._display
+
+    def counting(self, screen, renderable):  # type: ignore[no-untyped-def]
+        if renderable is not None:
+            frames.append(asyncio.get_running_loop().time())
+        return original(self, screen, renderable)
+
+    monkeypatch.setattr(SpectuiApp, "_display", counting)
+    engine = FakeEngine(run_gate=asyncio.Event(), hold_after=40)
+    settings = Settings(sessions_dir=tmp_path)
+    # Recording, so the REC banner (which checks the engine every second) is on screen too.
+    app = SpectuiApp(recorder(engine, settings), settings, autorun=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot, lambda: main_screen(app).running and len(engine.emitted) >= 40)
+        assert frames, "a streaming run draws frames"
+        # Let what was already in flight land: the token flush (50 ms), the metrics pane's
+        # throttle (250 ms) and the charts' next tick (1 s).
+        await pilot.pause(1.5)
+        quiet_from = len(frames)
+        await pilot.pause(3.0)  # three ticks of every timer the screen has
+        assert frames[quiet_from:] == [], "frames were drawn while nothing changed"
+        assert main_screen(app).running  # still a run in progress, only a silent one
+        engine.run_gate.set()  # type: ignore[union-attr]
+        await app.action_quit()
+
+
+async def test_server_bar_shows_spectui_cpu_next_to_the_server() -> None:
+    engine = FakeEngine()
+    app = SpectuiApp(engine, Settings())
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = main_screen(app)
+        await settle(pilot, lambda: screen.state is not None)
+        bar = screen.server.bar
+        sample = MemoryEvent(
+            rss_bytes=1, rss_minus_shared_bytes=1, client_cpu_percent=3.6, server_cpu_percent=191
+        )
+        bar.set_cpu(sample)
+        await pilot.pause()
+        assert "CPU spectui 4 % · server 191 %" in str(bar.render())
+        await app.action_quit()
