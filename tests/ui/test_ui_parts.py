@@ -46,7 +46,7 @@ from spectui.ui.themes import (
     shipped_theme_dir,
 )
 from spectui.ui.widgets.metrics import MetricsPane
-from spectui.ui.widgets.metrics import RunRecord as PaneRecord
+from spectui.ui.widgets.metrics import RunColumn
 from spectui.ui.widgets.tokens import TokenLog
 
 
@@ -213,13 +213,13 @@ async def test_metrics_pane_warns_only_when_attribution_did_not_fit() -> None:
         def drawn() -> list[Strip]:
             return [pane.render_line(y) for y in range(pane.size.height)]
 
-        pane.begin(PaneRecord("ngram-simple", "table-row", RunMetrics(tokens=40)))
+        pane.begin(RunColumn("ngram-simple", "table-row", RunMetrics(tokens=40)))
         await pilot.pause()
         clean = drawn()
         assert not any("anomal" in strip.text for strip in clean)
 
         pane.begin(
-            PaneRecord("ngram-map-k", "table-row", RunMetrics(tokens=40, attribution_anomalies=3))
+            RunColumn("ngram-map-k", "table-row", RunMetrics(tokens=40, attribution_anomalies=3))
         )
         await pilot.pause()
         lines = drawn()
@@ -233,7 +233,7 @@ async def test_metrics_pane_warns_only_when_attribution_did_not_fit() -> None:
         assert style.color.triplet == Color.parse(app.theme_variables["warning"]).rich_color.triplet
 
         # The next run: the warning now concerns the previous run.
-        pane.begin(PaneRecord("ngram-simple", "table-row", RunMetrics(tokens=40)))
+        pane.begin(RunColumn("ngram-simple", "table-row", RunMetrics(tokens=40)))
         await pilot.pause()
         text = " ".join(pane.render_line(y).text.strip() for y in range(pane.size.height))
         assert "⚠ 3 attribution anomalies in the previous run" in text

@@ -23,8 +23,9 @@ from spectui.ui import format as fmt
 
 
 @dataclass(frozen=True, slots=True)
-class RunRecord:
-    """What the pane shows about one run."""
+class RunColumn:
+    """One column of the metrics table: what the pane shows about one run (this one or the
+    previous one)."""
 
     spec_label: str
     """Spec configuration the run used."""
@@ -35,15 +36,15 @@ class RunRecord:
     status: str = "running"
     """'running', or how it ended: 'limit', 'eos', 'stopped', 'failed', ..."""
 
-    def with_metrics(self, metrics: RunMetrics) -> RunRecord:
+    def with_metrics(self, metrics: RunMetrics) -> RunColumn:
         return replace(self, metrics=metrics)
 
-    def with_status(self, status: str) -> RunRecord:
+    def with_status(self, status: str) -> RunColumn:
         return replace(self, status=status)
 
 
 def _rows(
-    now: RunRecord | None, before: RunRecord | None, memory: MemoryEvent | None
+    now: RunColumn | None, before: RunColumn | None, memory: MemoryEvent | None
 ) -> list[tuple[str, str, str]]:
     """(label, this run, previous run) rows; '' where a column does not apply."""
     m = now.metrics if now else RunMetrics()
@@ -79,7 +80,7 @@ def _rows(
     return rows
 
 
-def _warnings(now: RunRecord | None, before: RunRecord | None) -> list[str]:
+def _warnings(now: RunColumn | None, before: RunColumn | None) -> list[str]:
     """What the numbers cannot vouch for: runs whose attribution did not fit the counters."""
     warnings: list[str] = []
     for record, which in ((now, "this run"), (before, "the previous run")):
@@ -89,7 +90,7 @@ def _warnings(now: RunRecord | None, before: RunRecord | None) -> list[str]:
     return warnings
 
 
-def _warning_lines(now: RunRecord | None, before: RunRecord | None, width: int) -> list[str]:
+def _warning_lines(now: RunColumn | None, before: RunColumn | None, width: int) -> list[str]:
     """The warnings wrapped to ``width`` cells (none at all in the common case)."""
     return [
         line
@@ -119,15 +120,15 @@ class MetricsPane(Widget):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.current: RunRecord | None = None
-        self.previous: RunRecord | None = None
+        self.current: RunColumn | None = None
+        self.previous: RunColumn | None = None
         self.memory: MemoryEvent | None = None
         self._last_redraw = 0.0
         self._redraw_timer: Timer | None = None
         self._strips: list[Strip] | None = None
         self._strips_width = 0
 
-    def begin(self, record: RunRecord) -> None:
+    def begin(self, record: RunColumn) -> None:
         """A new run: the current one (if any) becomes the previous one."""
         if self.current is not None:
             self.previous = self.current

@@ -18,7 +18,7 @@ from spectui.core.events import (
 )
 from spectui.ui.messages import MemorySampled, MetricsUpdated, PromptProgressed, TokensArrived
 from spectui.ui.widgets.charts import ChartsPane
-from spectui.ui.widgets.metrics import MetricsPane, RunRecord
+from spectui.ui.widgets.metrics import MetricsPane, RunColumn
 from spectui.ui.widgets.tokens import AnswerPane
 
 RunData = TokensArrived | MetricsUpdated | MemorySampled | PromptProgressed
@@ -43,7 +43,7 @@ class RunDisplay:
     def begin(self, prompt_label: str, spec_label: str) -> None:
         """A new run: the current one becomes 'previous', the panes clear."""
         self._failure = "failed"
-        self.metrics.begin(RunRecord(spec_label, prompt_label, metrics=RunMetrics()))
+        self.metrics.begin(RunColumn(spec_label, prompt_label, metrics=RunMetrics()))
         self.answer.begin(f"{prompt_label} · {spec_label}")
         if self.charts is not None:
             self.charts.reset()
