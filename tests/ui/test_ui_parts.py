@@ -45,8 +45,7 @@ from spectui.ui.themes import (
     load_theme,
     shipped_theme_dir,
 )
-from spectui.ui.widgets.metrics import MetricsPane
-from spectui.ui.widgets.metrics import RunColumn
+from spectui.ui.widgets.metrics import MetricsPane, RunColumn
 from spectui.ui.widgets.tokens import TokenLog
 
 
