@@ -33,6 +33,7 @@ from spectui.core.errors import ServerStartError, SpectuiError
 from spectui.core.events import ErrorEvent, ServerState, ServerStateEvent
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.ui.bridge import Post, pump
+from spectui.ui.compositor import use_lean_compositor
 from spectui.ui.messages import (
     MemorySampled,
     MetricsUpdated,
@@ -90,6 +91,7 @@ class MainScreen(Screen[None]):
         n_predict: int | None = None,
     ) -> None:
         super().__init__()
+        use_lean_compositor(self)
         self.engine = engine
         self.prompt = prompt
         self.n_predict = n_predict
@@ -126,7 +128,7 @@ class MainScreen(Screen[None]):
     def on_resize(self, event: Resize) -> None:
         wide = event.size.width >= WIDE[0] and event.size.height >= WIDE[1]
         self.set_class(wide, "-wide")
-        self.charts.query_one("#tps-plot").display = wide
+        self.charts.show_plot(wide)
 
     @cached_property
     def run_display(self) -> RunDisplay:

@@ -80,6 +80,8 @@ class ChartsPane(Horizontal):
         """[bucket number, tokens whose timestamp falls in it]; gaps are filled with zeros."""
         self.accepted_per_step: deque[int] = deque(maxlen=SERIES_LENGTH)
         self.position_rates: list[float] = []
+        self._plotted: list[tuple[float, float]] | None = None
+        """The tokens/s series the plot shows (None: not drawn yet)."""
         self._dirty = False
 
     def compose(self) -> ComposeResult:
@@ -96,6 +98,15 @@ class ChartsPane(Horizontal):
 
     def on_mount(self) -> None:
         self.set_interval(REDRAW_INTERVAL_S, self._tick)
+
+    def show_plot(self, shown: bool) -> None:
+        """Show the plotext chart (wide terminals) or not; a chart shown anew is drawn now."""
+        plot = self.query_one("#tps-plot", PlotextPlot)
+        if shown and not plot.display:
+            self._plotted = None
+            plot.display = True
+            self.replot()
+        plot.display = shown
 
     def reset(self) -> None:
         self.buckets.clear()
@@ -137,14 +148,18 @@ class ChartsPane(Horizontal):
         """Redraw all charts from the series (cheap enough at 1 Hz, too slow per token)."""
         self._dirty = False
         with self.app.batch_update():
+            # Each chart is redrawn only when its own data changed (and only where it is shown):
+            # with no drafting, two of the three never change during a run.
             tps = self.tps
-            self.query_one("#tps-spark", Sparkline).data = [rate for _, rate in tps]
-            self.query_one("#steps-spark", Sparkline).data = list(self.accepted_per_step)
+            _set_data(self.query_one("#tps-spark", Sparkline), [rate for _, rate in tps])
+            _set_data(self.query_one("#steps-spark", Sparkline), list(self.accepted_per_step))
             bars = self.query_one(PositionBars)
-            bars.rates = self.position_rates
-            bars.refresh()
+            if bars.rates != self.position_rates:
+                bars.rates = self.position_rates
+                bars.refresh()
             plot = self.query_one("#tps-plot", PlotextPlot)
-            if plot.display:
+            if plot.display and tps != self._plotted:
+                self._plotted = tps
                 self._plot_tps(plot, tps)
 
     def _plot_tps(self, plot: PlotextPlot, tps: list[tuple[float, float]]) -> None:
@@ -156,3 +171,9 @@ class ChartsPane(Horizontal):
             plt.plot([t for t, _ in tps], [r for _, r in tps], color=colour)
             plt.ylim(0, max(r for _, r in tps) * 1.1 or 1)
         plot.refresh()
+
+
+def _set_data(sparkline: Sparkline, data: list[float]) -> None:
+    """Give ``sparkline`` new data only when it differs (setting it always redraws)."""
+    if list(sparkline.data or []) != data:
+        sparkline.data = data

@@ -292,18 +292,26 @@ class TokenView(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
+        # Lines are kept finished (styled, cut to width, offsets applied): every scroll while
+        # following repaints the whole view, and redoing that work per line cost more than
+        # the rest of a frame.
+        if not scroll_x and (cached := self._strips.get(index)) is not None:
+            return cached
         width = self.scrollable_content_region.width
         base = self.rich_style
         wrapped = self.wrapped
-        strip = self._strips.get(index)
-        if strip is None:
-            line = wrapped.line(index)
-            if line is None:
-                return Strip.blank(width, base)
-            strip = Strip(line.render(self.app.console)).apply_style(base)
-            if index < len(wrapped.lines):  # the open line changes with every batch
-                self._strips[index] = strip
-        return strip.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, index)
+        line = wrapped.line(index)
+        if line is None:
+            return Strip.blank(width, base)
+        strip = (
+            Strip(line.render(self.app.console))
+            .apply_style(base)
+            .crop_extend(scroll_x, scroll_x + width, base)
+            .apply_offsets(scroll_x, index)
+        )
+        if not scroll_x and index < len(wrapped.lines):  # the open line changes every batch
+            self._strips[index] = strip
+        return strip
 
 
 class AnswerPane(Vertical):

@@ -1,0 +1,156 @@
+"""What watching costs: CPU of `spectui stream` and of the TUI in a real terminal (tmux), at a
+steady token rate, against a paced stand-in server (`fake_server.py`) so only the client's own
+work is measured.
+
+Each client streams a long response at RATE tokens/s; after a warm-up its CPU (user + system,
+all threads, from /proc) is read over a window mid-run, as a share of one core. Rounds alternate
+the clients. The TUI runs in a tmux session of 120x36, attached with `--url`, so every frame is
+composed *and* written to a terminal as escape codes; the bytes it writes per second are counted
+from tmux's pipe-pane.
+
+    python bench/client_cpu.py [--rate 50] [--reps 3] [--window 10] [--src DIR=LABEL ...]
+
+`--src` runs the clients from another source tree (e.g. an older checkout) for a before/after
+in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from common import median, write_result
+
+from spectui.core.llama.server import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+TICKS = os.sysconf("SC_CLK_TCK")
+WARMUP_S = 4.0
+
+
+def cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime of the whole process
+
+
+@contextlib.contextmanager
+def fake_server(rate: float) -> Iterator[str]:
+    port = free_port("127.0.0.1")
+    proc = subprocess.Popen(
+        [PYTHON, str(ROOT / "bench" / "fake_server.py"), str(port), str(rate)],
+        cwd=ROOT / "bench",
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            with contextlib.suppress(subprocess.CalledProcessError):
+                subprocess.run(["curl", "-sf", f"{url}/health"], check=True, capture_output=True)
+                break
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def window_cpu(pid: int, window: float) -> float:
+    """Share of one core the process used over ``window`` seconds."""
+    before, start = cpu_ticks(pid), time.monotonic()
+    time.sleep(window)
+    return (cpu_ticks(pid) - before) / TICKS / (time.monotonic() - start) * 100
+
+
+def env_for(src: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(src), "NO_COLOR": ""}
+
+
+def stream_cpu(url: str, src: Path, tokens: int, window: float) -> float:
+    argv = [PYTHON, "-m", "spectui.cli", "stream", "--url", url, "--prompt", "x",
+            "--n-predict", str(tokens), "--format", "jsonl"]  # fmt: skip
+    proc = subprocess.Popen(argv, env=env_for(src), stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(WARMUP_S)
+        return window_cpu(proc.pid, window)
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def tui_cpu(url: str, src: Path, tokens: int, window: float) -> tuple[float, float]:
+    """(CPU %, bytes written to the terminal per second) of the TUI in tmux."""
+    session = f"spectui-bench-{os.getpid()}"
+    log = Path(f"/tmp/{session}.out")
+    command = (f"cd {ROOT} && PYTHONPATH={src} {PYTHON} -m spectui.cli --url {url} "
+               f"--prompt x --n-predict {tokens} --run")  # fmt: skip
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "36", command],
+                   check=True)  # fmt: skip
+    try:
+        subprocess.run(["tmux", "pipe-pane", "-t", session, f"cat > {log}"], check=True)
+        time.sleep(WARMUP_S)
+        pane_pid = int(subprocess.run(
+            ["tmux", "display", "-p", "-t", session, "#{pane_pid}"],
+            check=True, capture_output=True, text=True,
+        ).stdout)  # fmt: skip
+        pid = _python_child(pane_pid)
+        written = log.stat().st_size
+        start = time.monotonic()
+        cpu = window_cpu(pid, window)
+        rate = (log.stat().st_size - written) / (time.monotonic() - start)
+        return cpu, rate
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+        time.sleep(1.0)  # the TUI closes on SIGHUP
+        log.unlink(missing_ok=True)
+
+
+def _python_child(pid: int) -> int:
+    """The spectui process: the pane's shell itself after `exec`, or its python child."""
+    if "python" in Path(f"/proc/{pid}/comm").read_text():
+        return pid
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return int(children[0])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=float, default=50.0, help="tokens per second (50)")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--window", type=float, default=10.0, help="seconds measured per run")
+    parser.add_argument("--src", action="append", default=[], metavar="DIR=LABEL")
+    args = parser.parse_args()
+    if shutil.which("tmux") is None:
+        sys.exit("client_cpu: needs tmux")
+    sources = [(ROOT / "src", "now")]
+    for spec in args.src:
+        folder, _, label = spec.partition("=")
+        sources.append((Path(folder), label or folder))
+    tokens = int(args.rate * (WARMUP_S + args.window + 10))
+    runs: dict[str, list[float]] = {}
+    with fake_server(args.rate) as url:
+        for _ in range(args.reps):
+            for src, label in sources:
+                runs.setdefault(f"stream {label}", []).append(
+                    stream_cpu(url, src, tokens, args.window)
+                )
+                cpu, written = tui_cpu(url, src, tokens, args.window)
+                runs.setdefault(f"tui {label}", []).append(cpu)
+                runs.setdefault(f"tui {label} bytes/s", []).append(written)
+                print(f"{label}: stream {runs[f'stream {label}'][-1]:.1f} % · "
+                      f"tui {cpu:.1f} % ({written / 1000:.1f} kB/s)", flush=True)  # fmt: skip
+    figures = {name: round(median(values), 2) for name, values in runs.items()}
+    for name, value in figures.items():
+        print(f"{name:>24}: {value}")
+    write_result("client_cpu", {"rate": args.rate, "window_s": args.window, "median": figures,
+                                "runs": runs})  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""The lean compositor draws only what changed, and what it draws is the screen: every partial
+update, played into a terminal emulator (pyte), leaves the terminal showing exactly what a full
+render of the screen shows at that moment."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pyte
+import pytest
+from fake_engine import FakeEngine
+from textual._compositor import CompositorUpdate
+from ui_helpers import main_screen, settle
+
+from spectui.config import Settings
+from spectui.ui.app import SpectuiApp
+from spectui.ui.compositor import LeanCompositor
+
+SIZE = (100, 30)
+
+
+def full_render(app: SpectuiApp) -> list[str]:
+    strips = app.screen._compositor.render_strips()
+    return [strip.text.ljust(SIZE[0]) for strip in strips]
+
+
+@pytest.mark.parametrize("theme", ["spectui-dark", "spectui-light"])
+async def test_partial_updates_leave_the_terminal_equal_to_a_full_render(
+    theme: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    terminal = pyte.Screen(*SIZE)
+    stream = pyte.Stream(terminal)
+    updates: list[int] = []
+
+    def display(self: SpectuiApp, screen: object, renderable: object) -> None:
+        # Headless apps skip writing; write what a terminal would get into the emulator.
+        if isinstance(renderable, CompositorUpdate):
+            stream.feed(renderable.render_segments(self.console))
+            updates.append(1)
+
+    monkeypatch.setattr(SpectuiApp, "_display", display)
+    gate = asyncio.Event()
+    engine = FakeEngine(run_gate=gate, hold_after=120)
+    app = SpectuiApp(engine, Settings(theme=theme), autorun=True)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        assert isinstance(screen._compositor, LeanCompositor)
+        await settle(pilot, lambda: len(engine.emitted) >= 120)
+        # Paused mid-run, once every pending frame is out (charts tick each second): what
+        # the partial updates drew must be the whole screen.
+        await pilot.pause(1.5)
+        mid_run = len(updates)
+        assert terminal.display == full_render(app)
+        gate.set()
+        await settle(pilot, lambda: not screen.running)
+        await pilot.pause(1.5)
+        assert terminal.display == full_render(app)
+        await app.action_quit()
+    assert mid_run > 3 and len(updates) > mid_run
