@@ -14,7 +14,8 @@ TOML::
     assert json.loads(response[response.index("{"):])["number"] == "INV-2291"
     '''
 
-JSON Lines: one object per line with the same keys (``check`` as a nested object).
+JSON Lines: one object per line with the same keys (``check`` as a nested object); the
+``workload.jsonl`` that `spectui proxy --record` writes is one too.
 """
 
 from __future__ import annotations
@@ -64,6 +65,14 @@ class _Entry(BaseModel):
     """Tokens to generate."""
     check: Checker | None = None
     """What a correct response satisfies."""
+    # Written by `spectui proxy --record` (its workload.jsonl); compare runs ``text`` under its
+    # own fixed sampling, so these are kept for the reader, not used.
+    endpoint: str | None = None
+    """The endpoint the recorded request was sent to."""
+    sampling: dict[str, Any] | None = None
+    """The recorded request's sampling fields."""
+    messages: list[Any] | None = None
+    """The recorded chat request's messages (``text`` is its last user message)."""
 
 
 def builtin_prompts(keys: list[str] | None, n_predict: int | None) -> tuple[ComparePrompt, ...]:

@@ -1,0 +1,278 @@
+"""`spectui proxy`: clients talk to the proxy instead of llama-server; every request passes
+through, every streamed generation is attributed token by token. The Traffic TUI by default,
+``--format jsonl`` for one JSON line per finished request."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from spectui.commands.output import EXIT_PIPE_CLOSED, OutputClosed, ThrottledOutput
+
+# The proxy's parts (starlette, uvicorn, prometheus-client) load only when the command runs:
+# the parser is built for every spectui command, and start-up time counts.
+if TYPE_CHECKING:
+    from pydantic import SecretStr
+
+    from spectui.config import Settings
+    from spectui.core.engine.live import LiveEngine
+    from spectui.core.traffic.hub import LiveRequest
+    from spectui.core.traffic.models import TrafficRecord
+    from spectui.core.traffic.proxy import TrafficProxy
+    from spectui.core.traffic.record import WorkloadRecorder
+
+METRICS_PATH = "/spectui/metrics"
+"""Where the proxy serves its own Prometheus metrics (`spectui.core.traffic.proxy`)."""
+
+DEFAULT_LISTEN = "127.0.0.1:8081"
+"""Where the proxy listens unless told otherwise: this machine only."""
+
+CLIENT_KEY_ENV = "SPECTUI_PROXY_API_KEY"
+"""The proxy's own key for its clients, from the environment (a flag shows in `ps`)."""
+
+
+def add_proxy_parser(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    launch_options: Callable[[argparse.ArgumentParser], None],
+) -> None:
+    """Register `spectui proxy` (``launch_options``: the TUI's server flags)."""
+    proxy = commands.add_parser(
+        "proxy",
+        help="put spectui between your clients and llama-server: every request, token by token",
+        description="Clients point at the proxy instead of the server. Every path passes "
+        "through; streamed /completion, /v1/completions and /v1/chat/completions are "
+        f"attributed token by token. Prometheus metrics at {METRICS_PATH}.",
+        argument_default=argparse.SUPPRESS,
+        conflict_handler="resolve",  # --api-key here is the proxy's own key, not upstream's
+    )
+    launch_options(proxy)
+    group = proxy.add_argument_group("proxy")
+    group.add_argument(
+        "--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT",
+        help=f"where clients connect (default {DEFAULT_LISTEN}; another interface only when "
+        "asked, with a warning)",
+    )  # fmt: skip
+    group.add_argument(
+        "--format", choices=["tui", "jsonl"], default="tui",
+        help="the Traffic TUI (default) or one JSON line per finished request",
+    )  # fmt: skip
+    group.add_argument(
+        "--record", type=Path, metavar="DIR",
+        help="write each request as a session file and append it to DIR/workload.jsonl "
+        "(off by default: prompts can be private)",
+    )  # fmt: skip
+    group.add_argument(
+        "--api-key", dest="client_key", metavar="KEY",
+        help=f"a key the proxy's own clients must send (or {CLIENT_KEY_ENV})",
+    )  # fmt: skip
+    group.add_argument(
+        "--upstream-api-key", dest="api_key", metavar="KEY",
+        help="the key to send upstream instead of the client's (or SPECTUI_API_KEY)",
+    )  # fmt: skip
+    group.add_argument("--theme", help="TUI theme")
+
+
+def request_record(record: TrafficRecord) -> dict[str, object]:
+    """One finished request for `--format jsonl`: the `stream` summary's fields (None where the
+    proxy could not know), plus the request's id, endpoint, client and how it ended."""
+    from spectui.commands.stream import summary_record
+    from spectui.core.events import RunMetrics, SummaryEvent
+    from spectui.core.traffic.models import NO_DETAIL
+
+    if record.metrics is not None:
+        summary = summary_record(
+            SummaryEvent(
+                metrics=record.metrics,
+                stop_reason=record.stop_reason,
+                server_timings=record.server_timings,
+            )
+        )
+    else:
+        unknown: dict[str, object] = dict.fromkeys(RunMetrics.model_fields)
+        rejected = None
+        if record.drafted is not None and record.accepted is not None:
+            rejected = record.drafted - record.accepted
+        summary = {
+            **unknown,
+            "tokens": record.tokens,
+            "prompt_tokens": record.prompt_tokens,
+            "drafted": record.drafted,
+            "accepted": record.accepted,
+            "total_ms": record.duration_ms,
+            "rejected": rejected,
+            "acceptance_rate": record.acceptance_rate,
+            "mean_acceptance_length": None,
+            "stop_reason": record.stop_reason,
+            "server_timings": record.server_timings,
+        }
+    info = record.info
+    return {
+        **summary,
+        "type": "request",
+        "id": info.id,
+        "started": info.started.isoformat(),
+        "client": info.client,
+        "endpoint": info.endpoint,
+        "model": info.model,
+        "streamed": info.streamed,
+        "per_token": info.per_token,
+        "detail": None if info.per_token else NO_DETAIL,
+        "status": record.status.value,
+        "http_status": record.http_status,
+        "duration_ms": round(record.duration_ms, 3),
+        "error": record.error,
+    }
+
+
+class JsonlWriter:
+    """A `TrafficListener` printing one line per finished request."""
+
+    def __init__(self, out: ThrottledOutput, on_closed: Callable[[], None] | None = None) -> None:
+        self.out = out
+        self.on_closed = on_closed
+        """Called once the reader has gone (the proxy then stops)."""
+
+    def request_started(self, live: LiveRequest) -> None:
+        """Nothing until it ends."""
+
+    def request_finished(self, live: LiveRequest, record: TrafficRecord) -> None:
+        """Print the record; a closed pipe stops the proxy (through ``on_closed``)."""
+        # One record per request, not per token: flushing each at once costs nothing and lets
+        # a closed pipe be noticed now rather than one request later.
+        try:
+            self.out.write(json.dumps(request_record(record), ensure_ascii=False) + "\n")
+            self.out.flush()
+        except OutputClosed:
+            pass
+        if self.out.closed and self.on_closed is not None:
+            self.on_closed()
+
+
+def client_key(args: argparse.Namespace) -> SecretStr | None:
+    """The proxy's own key: the flag, else the environment, else none."""
+    from pydantic import SecretStr
+
+    key = getattr(args, "client_key", None) or os.environ.get(CLIENT_KEY_ENV)
+    return SecretStr(key) if key else None
+
+
+def make_proxy(
+    settings: Settings, args: argparse.Namespace, engine: LiveEngine, *, keep_events: bool
+) -> tuple[TrafficProxy, WorkloadRecorder | None]:
+    """The proxy in front of the started ``engine``, with a recorder when `--record` asks."""
+    from spectui.app_setup import launch_flags, secrets_of
+    from spectui.core.traffic.hub import TrafficHub
+    from spectui.core.traffic.proxy import TrafficProxy
+    from spectui.core.traffic.record import WorkloadRecorder
+    from spectui.core.traffic.upstream import upstream_url
+
+    key = client_key(args)
+    hub = TrafficHub(keep_events=keep_events or getattr(args, "record", None) is not None)
+    proxy = TrafficProxy(
+        upstream_url(engine, settings.url), hub=hub, upstream_key=settings.api_key, client_key=key
+    )
+    recorder = None
+    if (folder := getattr(args, "record", None)) is not None:
+        secrets = [*secrets_of(settings), *([key.get_secret_value()] if key else [])]
+        recorder = WorkloadRecorder(
+            folder, engine.info, flags=launch_flags(settings), secrets=secrets
+        )
+        hub.listeners.append(recorder)
+    return proxy, recorder
+
+
+def listening_socket(
+    args: argparse.Namespace, warn: Callable[[str], None] | None = None
+) -> socket.socket:
+    """Bind where `--listen` says (before any server starts: a port in use, or a record folder
+    that cannot be written, fails at once)."""
+    from spectui.core.traffic.record import prepare_folder
+    from spectui.core.traffic.serve import bind, is_loopback, parse_listen
+
+    if (folder := getattr(args, "record", None)) is not None:
+        prepare_folder(folder)
+
+    host, port = parse_listen(getattr(args, "listen", DEFAULT_LISTEN))
+    if not is_loopback(host):
+        line = (
+            f"listening on {host}, not only this machine: anyone who can reach it can use the "
+            "server" + ("" if client_key(args) else " (no --api-key set)")
+        )
+        print(f"spectui: warning: {line}", file=sys.stderr)
+        if warn is not None:
+            warn(line)
+    return bind(host, port)
+
+
+async def _headless(settings: Settings, args: argparse.Namespace) -> int:
+    from spectui.app_setup import build_engine
+    from spectui.core.llama.client import safe_url
+    from spectui.core.traffic.serve import ProxyServer
+    from spectui.core.traffic.upstream import start_upstream, upstream_url
+    from spectui.lifecycle import run_guarded
+
+    def note(line: str) -> None:
+        print(f"spectui: note: {line}", file=sys.stderr)
+
+    sock = listening_socket(args)
+    engine = build_engine(settings)
+    out = ThrottledOutput(sys.stdout)
+
+    async def body() -> int:
+        if (problem := await start_upstream(engine, settings.url, on_note=note)) is not None:
+            print(f"spectui: {problem}", file=sys.stderr)
+            return 1
+        proxy, recorder = make_proxy(settings, args, engine, keep_events=False)
+        server = ProxyServer(proxy.app, sock)
+        # `spectui proxy --format jsonl | head -3` ends after three requests, as `cat` would.
+        proxy.hub.listeners.append(JsonlWriter(out, on_closed=server.stop))
+        print(
+            f"spectui: proxy listening on http://{server.address} -> "
+            f"{safe_url(upstream_url(engine, settings.url))} (metrics at {METRICS_PATH})",
+            file=sys.stderr,
+        )
+        try:
+            await server.serve()
+        finally:
+            await proxy.aclose()
+            if recorder is not None and recorder.problem:
+                print(f"spectui: {recorder.problem}", file=sys.stderr)
+        return 0
+
+    try:
+        status = await run_guarded(engine, body())
+    finally:
+        sock.close()
+        out.flush()
+    return EXIT_PIPE_CLOSED if out.closed else status
+
+
+def run_proxy(settings: Settings, args: argparse.Namespace) -> int:
+    """Run `spectui proxy`; returns the exit status."""
+    if getattr(args, "format", "tui") == "jsonl":
+        return asyncio.run(_headless(settings, args))
+    from spectui.app_setup import build_engine
+    from spectui.ui.traffic_app import run_traffic_tui
+
+    warnings: list[str] = []
+    sock = listening_socket(args, warnings.append)
+    engine = build_engine(settings)
+    try:
+        return asyncio.run(
+            run_traffic_tui(
+                engine,
+                lambda: make_proxy(settings, args, engine, keep_events=True)[0],
+                sock,
+                settings,
+                warnings=warnings,
+            )
+        )
+    finally:
+        sock.close()

@@ -1,0 +1,102 @@
+"""Numbers over many requests: acceptance, mean acceptance length, per-position acceptance and
+tokens/s over the last N requests or the last minutes (the Traffic screen's aggregate pane)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from spectui.core.traffic.models import TrafficRecord
+
+
+class Aggregate(BaseModel):
+    """What a set of finished requests adds up to (attributed ones for steps and positions)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    requests: int = 0
+    """Requests counted."""
+    attributed: int = 0
+    """Of those, attributed token by token."""
+    tokens: int = 0
+    """Tokens generated."""
+    drafted: int = 0
+    """Draft tokens proposed."""
+    accepted: int = 0
+    """Draft tokens accepted."""
+    steps: int = 0
+    """Verification steps (attributed requests)."""
+    accepted_per_position: list[int] = Field(default_factory=list)
+    """Steps that accepted a token at each position (attributed requests)."""
+    decode_seconds: float = 0.0
+    """Sum of first-to-last-token times (attributed requests)."""
+    decode_tokens: int = 0
+    """Tokens after the first, over the same requests."""
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        """Accepted / drafted."""
+        return self.accepted / self.drafted if self.drafted else None
+
+    @property
+    def mean_acceptance_length(self) -> float | None:
+        """1 + accepted / steps, over attributed requests."""
+        return 1 + self.accepted_attributed / self.steps if self.steps else None
+
+    accepted_attributed: int = 0
+    """Accepted draft tokens of the attributed requests (for the mean length)."""
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        """Decode rate across requests: tokens after the first / time decoding."""
+        return self.decode_tokens / self.decode_seconds if self.decode_seconds > 0 else None
+
+    @property
+    def position_rates(self) -> list[float]:
+        """Share of steps that accepted a token at each position."""
+        return [n / self.steps for n in self.accepted_per_position] if self.steps else []
+
+
+def aggregate(records: Iterable[TrafficRecord]) -> Aggregate:
+    """Add ``records`` up."""
+    fields: dict[str, int | float] = dict.fromkeys(
+        ("requests", "attributed", "tokens", "drafted", "accepted", "steps", "decode_tokens",
+         "accepted_attributed"), 0
+    )  # fmt: skip
+    fields["decode_seconds"] = 0.0
+    positions: list[int] = []
+    for record in records:
+        fields["requests"] += 1
+        fields["tokens"] += record.tokens or 0
+        fields["drafted"] += record.drafted or 0
+        fields["accepted"] += record.accepted or 0
+        metrics = record.metrics
+        if metrics is None:
+            continue
+        fields["attributed"] += 1
+        fields["steps"] += metrics.steps
+        fields["accepted_attributed"] += metrics.accepted
+        missing = len(metrics.accepted_per_position) - len(positions)
+        positions.extend([0] * max(missing, 0))
+        for index, count in enumerate(metrics.accepted_per_position):
+            positions[index] += count
+        rate = metrics.tokens_per_second
+        if rate and metrics.tokens > 1:
+            fields["decode_tokens"] += metrics.tokens - 1
+            fields["decode_seconds"] += (metrics.tokens - 1) / rate
+    return Aggregate.model_validate({**fields, "accepted_per_position": positions})
+
+
+def last_requests(records: list[TrafficRecord], count: int) -> list[TrafficRecord]:
+    """The newest ``count`` (records oldest first)."""
+    return records[-count:] if count else []
+
+
+def last_minutes(
+    records: list[TrafficRecord], minutes: float, now: datetime
+) -> list[TrafficRecord]:
+    """Those that started within the last ``minutes``."""
+    horizon = now - timedelta(minutes=minutes)
+    return [r for r in records if r.info.started >= horizon]

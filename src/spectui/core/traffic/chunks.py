@@ -1,0 +1,365 @@
+"""The proxy's hot path: a generation request's body on the way up, its SSE lines on the way down.
+
+On the way up a streamed generation request gets ``timings_per_token: true`` (unless the client
+asked for it itself). On the way down each ``data:`` line is attributed with the engine's own
+`Attributor` and `MetricsTracker`, and the per-token ``timings`` the client did not ask for are
+cut out of the line's bytes, so every other byte reaches the client as upstream sent it. The final
+chunk keeps its ``timings``: llama-server sends them there without the flag too.
+
+Cutting is textual because re-serialising every chunk would cost more than the attribution and
+could change the bytes (number formats, escapes). It is safe: inside a JSON string every ``"`` is
+escaped, so ``"timings":{`` can only be the key itself; ``timings`` is a flat object of numbers
+(checked: a nested one falls back to re-serialising that chunk).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from spectui.core.events import StepEvent, TokenEvent
+from spectui.core.stream.attribution import Attributor, ChunkCounters
+from spectui.core.stream.metrics import MetricsTracker
+from spectui.core.traffic.models import EndpointKind
+
+GENERATION_PATHS: dict[str, EndpointKind] = {
+    "/completion": EndpointKind.NATIVE,
+    "/completions": EndpointKind.NATIVE,
+    "/v1/completions": EndpointKind.OAI_COMPLETION,
+    "/chat/completions": EndpointKind.OAI_CHAT,
+    "/v1/chat/completions": EndpointKind.OAI_CHAT,
+    "/v1/messages": EndpointKind.ANTHROPIC,
+}
+"""Paths whose requests the proxy attributes (or at least summarises); the rest pass through."""
+
+SAMPLING_KEYS = (
+    "temperature",
+    "seed",
+    "top_k",
+    "top_p",
+    "min_p",
+    "repeat_penalty",
+    "presence_penalty",
+    "frequency_penalty",
+    "stop",
+    "cache_prompt",
+)
+"""Body fields a recorded workload keeps besides the prompt and its length."""
+
+_FINISH_REASONS = {"length": "limit", "stop": "eos"}
+_KEY = b'"timings":{'
+
+
+@dataclass(slots=True)
+class PreparedBody:
+    """A generation request's body, read once: what to send upstream and what it asked for."""
+
+    upstream: bytes
+    """The body to send upstream (the client's own unless the flag was added)."""
+    streamed: bool
+    """The client asked for a stream."""
+    strip: bool
+    """The proxy added ``timings_per_token``, so it removes the per-token timings again."""
+    model: str = ""
+    """The ``model`` field, if any."""
+    prompt: str | None = None
+    """A raw prompt (a string ``prompt``)."""
+    messages: list[dict[str, object]] | None = None
+    """Chat / Anthropic messages."""
+    sampling: dict[str, object] = field(default_factory=dict)
+    """The body's sampling fields."""
+    n_predict: int | None = None
+    """n_predict / max_tokens."""
+
+
+def prepare_body(kind: EndpointKind, raw: bytes) -> PreparedBody:
+    """Read a generation body; a body that is not a JSON object goes up unchanged (upstream
+    answers it with its own error)."""
+    try:
+        body = json.loads(raw) if raw else None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        body = None
+    if not isinstance(body, dict):
+        return PreparedBody(upstream=raw, streamed=False, strip=False)
+    streamed = body.get("stream") is True
+    strip = streamed and kind is not EndpointKind.ANTHROPIC and not body.get("timings_per_token")
+    upstream = raw
+    if strip:
+        upstream = json.dumps({**body, "timings_per_token": True}, ensure_ascii=False).encode()
+    prompt = body.get("prompt")
+    messages = body.get("messages")
+    n_predict = body.get("n_predict", body.get("max_tokens", body.get("max_completion_tokens")))
+    return PreparedBody(
+        upstream=upstream,
+        streamed=streamed,
+        strip=strip,
+        model=str(body.get("model") or ""),
+        prompt=prompt if isinstance(prompt, str) else None,
+        messages=messages if isinstance(messages, list) else None,
+        sampling={k: body[k] for k in SAMPLING_KEYS if k in body},
+        n_predict=n_predict if isinstance(n_predict, int) and n_predict > 0 else None,
+    )
+
+
+def strip_timings(line: bytes) -> bytes:
+    """``line`` without its ``"timings":{...}`` member (and one adjacent comma)."""
+    start = line.find(_KEY)
+    if start < 0:
+        return line
+    end = line.find(b"}", start)
+    if end < 0 or line.find(b"{", start + len(_KEY), end) >= 0:
+        return _strip_by_parsing(line)
+    if line[start - 1 : start] == b",":
+        start -= 1
+    elif line[end + 1 : end + 2] == b",":
+        end += 1
+    return line[:start] + line[end + 1 :]
+
+
+def _strip_by_parsing(line: bytes) -> bytes:
+    prefix, _, rest = line.partition(b":")
+    body = rest.strip()
+    ending = rest[len(rest.rstrip()) :]
+    try:
+        obj = json.loads(body)
+    except json.JSONDecodeError:
+        return line
+    obj.pop("timings", None)
+    dumped = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    return prefix + b": " + dumped + ending
+
+
+class StreamAttribution:
+    """One streamed response, line by line: attributed, and cut where the client asked nothing.
+
+    ``keep_events`` keeps every token and step event (for the TUI's token view and recording);
+    otherwise only the numbers are kept.
+    """
+
+    __slots__ = (
+        "anthropic_tokens",
+        "attributor",
+        "error",
+        "events",
+        "finished",
+        "keep_events",
+        "kind",
+        "last_timings",
+        "model",
+        "saw_timings",
+        "stop_reason",
+        "strip",
+        "text_parts",
+        "tracker",
+    )
+
+    def __init__(self, kind: EndpointKind, *, strip: bool, keep_events: bool) -> None:
+        self.kind = kind
+        self.strip = strip
+        self.keep_events = keep_events
+        self.attributor = Attributor()
+        self.tracker = MetricsTracker()
+        self.events: list[TokenEvent | StepEvent] = []
+        self.text_parts: list[str] = []
+        self.last_timings: dict[str, Any] | None = None
+        self.saw_timings = False
+        self.stop_reason = ""
+        self.error: str | None = None
+        self.model = ""
+        self.finished = False
+        self.anthropic_tokens: int | None = None
+
+    def line(self, line: bytes, t: float) -> bytes:
+        """One complete SSE line (terminator included); returns what the client gets."""
+        if not line.startswith(b"data:"):
+            return line
+        payload = line[5:].strip()
+        if not payload or payload == b"[DONE]":
+            return line
+        try:
+            obj = json.loads(payload)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return line  # not ours to judge: the client gets it as it came
+        if not isinstance(obj, dict):
+            return line
+        if "error" in obj:
+            self.error = _error_line(obj["error"])
+            return line
+        if self.kind is EndpointKind.ANTHROPIC:
+            self._anthropic(obj)
+            return line
+        text, predicted, final = self._fields(obj)
+        timings = obj.get("timings")
+        if isinstance(timings, dict):
+            self._attribute(text, predicted, timings, t)
+            if self.strip and not final:
+                return strip_timings(line)
+        elif text:
+            self.text_parts.append(text)
+        if final and self.strip and self.kind is EndpointKind.NATIVE:
+            # The final chunk echoes the request's settings: say what the client asked.
+            return line.replace(b'"timings_per_token":true', b'"timings_per_token":false', 1)
+        return line
+
+    def _fields(self, obj: dict[str, Any]) -> tuple[str, int | None, bool]:
+        """(text, tokens so far, final chunk?) of a chunk, whatever the endpoint."""
+        if not self.model and isinstance(model := obj.get("model"), str):
+            self.model = model
+        if self.kind is EndpointKind.NATIVE:
+            final = obj.get("stop") is True
+            if final:
+                self.finished = True
+                self.stop_reason = str(obj.get("stop_type") or "")
+            predicted = obj.get("tokens_predicted")
+            return (
+                str(obj.get("content") or ""),
+                predicted if isinstance(predicted, int) else None,
+                final,
+            )
+        choices = obj.get("choices") or []
+        text = ""
+        final = "usage" in obj
+        if choices and isinstance(choice := choices[0], dict):
+            if self.kind is EndpointKind.OAI_CHAT:
+                delta = choice.get("delta") or {}
+                text = str(delta.get("content") or "") if isinstance(delta, dict) else ""
+            else:
+                text = str(choice.get("text") or "")
+            if finish := choice.get("finish_reason"):
+                final = True
+                self.finished = True
+                self.stop_reason = _FINISH_REASONS.get(str(finish), str(finish))
+        return text, None, final
+
+    def _attribute(
+        self, text: str, predicted: int | None, timings: dict[str, Any], t: float
+    ) -> None:
+        self.saw_timings = True
+        self.last_timings = timings
+        if predicted is None:
+            predicted = timings.get("predicted_n")
+        counters = ChunkCounters(
+            text, predicted, timings.get("draft_n", 0), timings.get("draft_n_accepted", 0)
+        )
+        tracker = self.tracker
+        if prompt_n := timings.get("prompt_n"):
+            tracker.prompt_tokens = prompt_n
+            tracker.prompt_tokens_per_second = timings.get("prompt_per_second") or None
+        attributed = self.attributor.feed(counters, t)
+        for event in attributed:
+            if isinstance(event, TokenEvent):
+                tracker.on_token(event)
+            else:
+                tracker.on_step(event)
+        if self.keep_events:
+            self.events.extend(attributed)
+        if text:
+            self.text_parts.append(text)
+
+    def _anthropic(self, obj: dict[str, Any]) -> None:
+        kind = obj.get("type")
+        if kind == "content_block_delta":
+            delta = obj.get("delta") or {}
+            if isinstance(delta, dict) and isinstance(text := delta.get("text"), str):
+                self.text_parts.append(text)
+        elif kind == "message_start":
+            message = obj.get("message") or {}
+            if isinstance(message, dict) and isinstance(model := message.get("model"), str):
+                self.model = model
+        elif kind == "message_delta":
+            usage = obj.get("usage") or {}
+            if isinstance(usage, dict) and isinstance(out := usage.get("output_tokens"), int):
+                self.anthropic_tokens = out
+            delta = obj.get("delta") or {}
+            if isinstance(delta, dict) and delta.get("stop_reason"):
+                self.stop_reason = _ANTHROPIC_STOPS.get(str(delta["stop_reason"]), "")
+        elif kind == "message_stop":
+            self.finished = True
+
+    @property
+    def text(self) -> str:
+        """The text so far."""
+        return "".join(self.text_parts)
+
+
+_ANTHROPIC_STOPS = {"max_tokens": "limit", "end_turn": "eos", "stop_sequence": "word"}
+
+
+def _error_line(error: object) -> str:
+    if isinstance(error, dict):
+        message = error.get("message") or error.get("type") or error
+        code = error.get("code")
+        return f"{message} ({code})" if code else str(message)
+    return str(error)
+
+
+@dataclass(slots=True)
+class ResponseTotals:
+    """What a non-streamed generation response says about itself (no per-token detail)."""
+
+    tokens: int | None = None
+    """Tokens generated."""
+    prompt_tokens: int | None = None
+    """Prompt tokens processed."""
+    drafted: int | None = None
+    """Draft tokens proposed (from the final timings)."""
+    accepted: int | None = None
+    """Draft tokens accepted (from the final timings)."""
+    timings: dict[str, float] = field(default_factory=dict)
+    """The final timings."""
+    text: str = ""
+    """The generated text."""
+    stop_reason: str = ""
+    """Why generation stopped."""
+    model: str = ""
+    """The model the response names."""
+    error: str | None = None
+    """An error body's message."""
+
+
+def response_totals(kind: EndpointKind, raw: bytes) -> ResponseTotals:
+    """Totals of a non-streamed response body (empty when it is not the JSON expected)."""
+    try:
+        obj = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return ResponseTotals()
+    if not isinstance(obj, dict):
+        return ResponseTotals()
+    totals = ResponseTotals(model=str(obj.get("model") or ""))
+    if "error" in obj:
+        totals.error = _error_line(obj["error"])
+        return totals
+    timings = obj.get("timings")
+    if isinstance(timings, dict):
+        totals.timings = {k: float(v) for k, v in timings.items() if isinstance(v, int | float)}
+        totals.tokens = timings.get("predicted_n")
+        totals.prompt_tokens = timings.get("prompt_n")
+        totals.drafted = timings.get("draft_n", 0)
+        totals.accepted = timings.get("draft_n_accepted", 0)
+    usage = obj.get("usage")
+    if totals.tokens is None and isinstance(usage, dict):
+        tokens = usage.get("completion_tokens", usage.get("output_tokens"))
+        totals.tokens = tokens if isinstance(tokens, int) else None
+    if kind is EndpointKind.NATIVE:
+        totals.text = str(obj.get("content") or "")
+        totals.stop_reason = str(obj.get("stop_type") or "")
+        if totals.tokens is None and isinstance(obj.get("tokens_predicted"), int):
+            totals.tokens = obj["tokens_predicted"]
+    elif kind is EndpointKind.ANTHROPIC:
+        content = obj.get("content") or []
+        totals.text = "".join(
+            str(part.get("text") or "") for part in content if isinstance(part, dict)
+        )
+        totals.stop_reason = _ANTHROPIC_STOPS.get(str(obj.get("stop_reason")), "")
+    else:
+        choices = obj.get("choices") or []
+        if choices and isinstance(choice := choices[0], dict):
+            message = choice.get("message")
+            if isinstance(message, dict):
+                totals.text = str(message.get("content") or "")
+            else:
+                totals.text = str(choice.get("text") or "")
+            finish = str(choice.get("finish_reason") or "")
+            totals.stop_reason = _FINISH_REASONS.get(finish, finish)
+    return totals

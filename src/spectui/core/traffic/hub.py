@@ -1,0 +1,209 @@
+"""Where the proxy's requests go: the live ones (being attributed now) and the finished ones.
+
+Listeners (the JSON Lines writer, the Prometheus metrics, the recorder, the TUI) are told when a
+request starts and when it ends, on the event loop; the TUI reads a live request's events itself,
+at its own pace. Memory is bounded: finished records in a deque, events only while a request is
+live (and for recording, until the recorder has written them).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import deque
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Protocol
+
+from spectui.core.events import RunMetrics, StepEvent, TokenEvent
+from spectui.core.traffic.chunks import PreparedBody, ResponseTotals, StreamAttribution
+from spectui.core.traffic.models import (
+    EndpointKind,
+    RequestInfo,
+    RequestStatus,
+    TrafficRecord,
+)
+
+RECENT_REQUESTS = 1000
+"""Finished requests the hub remembers (the table and the aggregates read them)."""
+
+
+class TrafficListener(Protocol):
+    """Told about every generation request the proxy sees."""
+
+    def request_started(self, live: LiveRequest) -> None:
+        """A request arrived (its stream has not begun)."""
+
+    def request_finished(self, live: LiveRequest, record: TrafficRecord) -> None:
+        """A request ended, however it ended."""
+
+
+class LiveRequest:
+    """One generation request while the proxy handles it."""
+
+    __slots__ = ("attribution", "info", "record", "t0")
+
+    def __init__(self, info: RequestInfo, attribution: StreamAttribution | None, t0: float) -> None:
+        self.info = info
+        self.attribution = attribution
+        """Per-token attribution (streamed requests with timings), or None."""
+        self.t0 = t0
+        """Arrival on the monotonic clock."""
+        self.record: TrafficRecord | None = None
+        """Set when it ends."""
+
+    @property
+    def events(self) -> list[TokenEvent | StepEvent]:
+        """Token and step events so far (empty unless events are kept)."""
+        return self.attribution.events if self.attribution is not None else []
+
+    def snapshot(self, now: float) -> RunMetrics | None:
+        """The attributed numbers so far (``now`` on the monotonic clock)."""
+        if self.attribution is None:
+            return None
+        attribution = self.attribution
+        attribution.tracker.attribution_anomalies = attribution.attributor.anomalies
+        return attribution.tracker.snapshot(now - self.t0)
+
+
+class TrafficHub:
+    """Numbers the requests, tells the listeners, keeps the recent records."""
+
+    def __init__(
+        self,
+        *,
+        keep_events: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.keep_events = keep_events
+        """Keep token and step events of live requests (the TUI and recording need them)."""
+        self.clock = clock
+        self.wall = wall
+        self.listeners: list[TrafficListener] = []
+        self.live: dict[int, LiveRequest] = {}
+        """Requests in flight, by id."""
+        self.recent: deque[TrafficRecord] = deque(maxlen=RECENT_REQUESTS)
+        """Finished requests, oldest first."""
+        self._ids = itertools.count(1)
+
+    def start(
+        self, endpoint: str, kind: EndpointKind, client: str, body: PreparedBody
+    ) -> LiveRequest:
+        """A generation request arrived."""
+        per_token = body.streamed and kind is not EndpointKind.ANTHROPIC
+        info = RequestInfo(
+            id=next(self._ids),
+            started=self.wall(),
+            client=client,
+            endpoint=endpoint,
+            kind=kind,
+            model=body.model,
+            streamed=body.streamed,
+            per_token=per_token,
+            prompt=body.prompt,
+            messages=body.messages,
+            sampling=body.sampling,
+            n_predict=body.n_predict,
+        )
+        attribution = None
+        if body.streamed:
+            attribution = StreamAttribution(kind, strip=body.strip, keep_events=self.keep_events)
+        live = LiveRequest(info, attribution, self.clock())
+        self.live[info.id] = live
+        for listener in self.listeners:
+            listener.request_started(live)
+        return live
+
+    def finish(
+        self,
+        live: LiveRequest,
+        *,
+        status: RequestStatus,
+        http_status: int,
+        error: str | None = None,
+        totals: ResponseTotals | None = None,
+    ) -> TrafficRecord:
+        """A request ended: build its record, tell the listeners, forget its events."""
+        now = self.clock()
+        record = _record(live, status, http_status, error, totals, now)
+        live.record = record
+        self.live.pop(live.info.id, None)
+        self.recent.append(record)
+        for listener in self.listeners:
+            listener.request_finished(live, record)
+        return record
+
+
+def _record(
+    live: LiveRequest,
+    status: RequestStatus,
+    http_status: int,
+    error: str | None,
+    totals: ResponseTotals | None,
+    now: float,
+) -> TrafficRecord:
+    info = live.info
+    attribution = live.attribution
+    common = {
+        "status": status,
+        "http_status": http_status,
+        "duration_ms": (now - live.t0) * 1000,
+    }
+    if attribution is not None:
+        error = error or attribution.error
+        model = attribution.model or info.model
+        timings = attribution.last_timings or {}
+        server_timings = {k: float(v) for k, v in timings.items() if isinstance(v, int | float)}
+        if attribution.saw_timings:
+            metrics = live.snapshot(now)
+            assert metrics is not None
+            metrics = metrics.model_copy(update={"total_ms": _last_token_ms(attribution)})
+            return TrafficRecord(
+                info=info.model_copy(update={"model": model}),
+                metrics=metrics,
+                tokens=metrics.tokens,
+                prompt_tokens=metrics.prompt_tokens,
+                drafted=metrics.drafted,
+                accepted=metrics.accepted,
+                stop_reason=_stop(status, attribution.stop_reason),
+                server_timings=server_timings,
+                error=error,
+                text=attribution.text,
+                **common,
+            )
+        # A stream without timings (/v1/messages): what its usage said, no per-token detail.
+        return TrafficRecord(
+            info=info.model_copy(update={"model": model, "per_token": False}),
+            tokens=attribution.anthropic_tokens,
+            stop_reason=_stop(status, attribution.stop_reason),
+            error=error,
+            text=attribution.text,
+            **common,
+        )
+    totals = totals or ResponseTotals()
+    return TrafficRecord(
+        info=info.model_copy(update={"model": totals.model or info.model}),
+        tokens=totals.tokens,
+        prompt_tokens=totals.prompt_tokens,
+        drafted=totals.drafted,
+        accepted=totals.accepted,
+        stop_reason=_stop(status, totals.stop_reason),
+        server_timings=totals.timings,
+        error=error or totals.error,
+        text=totals.text,
+        **common,
+    )
+
+
+def _last_token_ms(attribution: StreamAttribution) -> float | None:
+    last = attribution.tracker.last_token_t
+    return None if last is None else last * 1000
+
+
+def _stop(status: RequestStatus, reason: str) -> str:
+    if status is RequestStatus.CANCELLED:
+        return "cancelled"
+    if status is RequestStatus.ERROR:
+        return "error"
+    return reason

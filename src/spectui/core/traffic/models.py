@@ -1,0 +1,120 @@
+"""What the proxy reports about each request: typed, so the TUI, the JSON Lines output, the
+Prometheus metrics and the recorder all read the same thing."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from spectui.core.events import RunMetrics
+
+NO_DETAIL = "no per-token detail"
+"""What a request without per-token timings says instead of guessing."""
+
+
+class EndpointKind(StrEnum):
+    """The shape of a generation endpoint's stream."""
+
+    NATIVE = "native"
+    """`/completion`: ``content``, ``tokens_predicted``, ``stop``."""
+    OAI_COMPLETION = "oai-completion"
+    """`/v1/completions`: ``choices[0].text``."""
+    OAI_CHAT = "oai-chat"
+    """`/v1/chat/completions`: ``choices[0].delta.content``."""
+    ANTHROPIC = "anthropic"
+    """`/v1/messages`: its stream carries no ``timings`` at all on this build."""
+
+
+class RequestStatus(StrEnum):
+    """Where a request stands."""
+
+    STREAMING = "streaming"
+    """Upstream is still sending."""
+    DONE = "done"
+    """Finished normally."""
+    ERROR = "error"
+    """Upstream answered with an error, died, or sent something unreadable."""
+    CANCELLED = "cancelled"
+    """The client went away before the end; the upstream request was cancelled."""
+
+
+class RequestInfo(BaseModel):
+    """A generation request as it arrives at the proxy (no headers: they may hold keys)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    """The proxy's number for the request (1, 2, ...)."""
+    started: datetime
+    """Wall-clock time it arrived (UTC)."""
+    client: str
+    """The client's address, host:port."""
+    endpoint: str
+    """Path it was sent to, e.g. '/v1/chat/completions'."""
+    kind: EndpointKind
+    """The endpoint's stream shape."""
+    model: str
+    """Model named by the request or the response ('' when neither says)."""
+    streamed: bool
+    """Whether the client asked for a stream."""
+    per_token: bool
+    """Whether the proxy can attribute it token by token (a streamed request with timings)."""
+    prompt: str | None = None
+    """Prompt text (raw endpoints), or None."""
+    messages: list[dict[str, object]] | None = None
+    """Chat messages (chat endpoints), or None."""
+    sampling: dict[str, object] = Field(default_factory=dict)
+    """Sampling fields of the body (temperature, seed, top_k, top_p, ...)."""
+    n_predict: int | None = None
+    """Tokens asked for (n_predict / max_tokens), None when the body does not say."""
+
+
+class TrafficRecord(BaseModel):
+    """One finished request: what `--format jsonl` prints, the table shows and Prometheus counts.
+
+    Fields the proxy could not know are None — never a guess: a non-streamed request has totals
+    from the server's final ``timings`` but no steps or per-position histogram.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    info: RequestInfo
+    """The request."""
+    status: RequestStatus
+    """How it ended."""
+    http_status: int
+    """Status upstream answered with (502 when upstream could not be reached)."""
+    metrics: RunMetrics | None = None
+    """Attributed numbers (per-token requests only)."""
+    tokens: int | None = None
+    """Tokens generated (per-token or from the final timings/usage)."""
+    prompt_tokens: int | None = None
+    """Prompt tokens processed (not cached), where the server said."""
+    drafted: int | None = None
+    """Draft tokens proposed, where the server said."""
+    accepted: int | None = None
+    """Draft tokens accepted, where the server said."""
+    duration_ms: float = 0.0
+    """Request arrival -> end, on the proxy's clock."""
+    stop_reason: str = ""
+    """'limit', 'eos', 'word', 'cancelled', 'error' or ''."""
+    server_timings: dict[str, float] = Field(default_factory=dict)
+    """The server's final ``timings``, when it sent them."""
+    error: str | None = None
+    """One line about what went wrong."""
+    text: str = ""
+    """The generated text (kept for recording; not printed by `--format jsonl`)."""
+
+    @property
+    def note(self) -> str | None:
+        """'no per-token detail' for requests the proxy could not attribute."""
+        return None if self.info.per_token else NO_DETAIL
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        """Accepted / drafted, None when unknown or nothing drafted."""
+        if self.drafted and self.accepted is not None:
+            return self.accepted / self.drafted
+        return None

@@ -1,0 +1,110 @@
+"""The proxy's own Prometheus metrics, served at ``/spectui/metrics``: per model and endpoint.
+
+A registry of its own (not prometheus-client's global one), so two proxies in one process — the
+tests — never share counters. Model labels are capped: a client may name any model it likes, and
+each name would otherwise be a new time series forever.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from spectui.core.traffic.hub import LiveRequest
+from spectui.core.traffic.models import TrafficRecord
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+"""Content type of the exposition."""
+
+MAX_MODELS = 16
+"""Distinct model labels before the rest are counted as 'other'."""
+
+_LABELS = ("model", "endpoint")
+
+# `_created` series double the exposition and say nothing a scraper needs.
+disable_created_metrics()  # type: ignore[no-untyped-call]
+_TTFT_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+_RATE_BUCKETS = (1.0, 5.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 150.0, 200.0, 400.0)
+
+
+class ProxyMetrics:
+    """A `TrafficListener` that counts finished requests into Prometheus metrics."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        registry = self.registry
+        prefix = "spectui_proxy_"
+        self.requests = Counter(
+            prefix + "requests", "Generation requests finished", [*_LABELS, "status"],
+            registry=registry,
+        )  # fmt: skip
+        self.tokens = Counter(prefix + "tokens", "Tokens generated", _LABELS, registry=registry)
+        self.drafted = Counter(
+            prefix + "drafted_tokens", "Draft tokens proposed", _LABELS, registry=registry
+        )
+        self.accepted = Counter(
+            prefix + "accepted_tokens", "Draft tokens accepted", _LABELS, registry=registry
+        )
+        self.steps = Counter(
+            prefix + "steps", "Verification steps (per-token requests only)", _LABELS,
+            registry=registry,
+        )  # fmt: skip
+        self.per_position = Counter(
+            prefix + "accepted_per_position",
+            "Steps that accepted a draft token at each position (per-token requests only)",
+            [*_LABELS, "position"],
+            registry=registry,
+        )
+        self.ttft = Histogram(
+            prefix + "ttft_seconds", "Time to first token, on the proxy's clock", _LABELS,
+            buckets=_TTFT_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.rate = Histogram(
+            prefix + "tokens_per_second", "Decode rate per request, on the proxy's clock",
+            _LABELS, buckets=_RATE_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self._models: set[str] = set()
+
+    def _model(self, name: str) -> str:
+        if name in self._models:
+            return name
+        if len(self._models) < MAX_MODELS:
+            self._models.add(name)
+            return name
+        return "other"
+
+    def request_started(self, live: LiveRequest) -> None:
+        """Nothing to count until it ends."""
+
+    def request_finished(self, live: LiveRequest, record: TrafficRecord) -> None:
+        """Count the request."""
+        labels = (self._model(record.info.model or "unknown"), record.info.endpoint)
+        self.requests.labels(*labels, record.status.value).inc()
+        if record.tokens:
+            self.tokens.labels(*labels).inc(record.tokens)
+        if record.drafted:
+            self.drafted.labels(*labels).inc(record.drafted)
+        if record.accepted:
+            self.accepted.labels(*labels).inc(record.accepted)
+        metrics = record.metrics
+        if metrics is None:
+            return
+        if metrics.steps:
+            self.steps.labels(*labels).inc(metrics.steps)
+        for position, count in enumerate(metrics.accepted_per_position):
+            if count:
+                self.per_position.labels(*labels, str(position)).inc(count)
+        if metrics.ttft_ms is not None:
+            self.ttft.labels(*labels).observe(metrics.ttft_ms / 1000)
+        if metrics.tokens_per_second is not None:
+            self.rate.labels(*labels).observe(metrics.tokens_per_second)
+
+    def exposition(self) -> bytes:
+        """The metrics in Prometheus text format."""
+        return generate_latest(self.registry)

@@ -1,0 +1,316 @@
+"""`spectui proxy`'s ASGI app: every request passes through to one llama-server; generation
+requests are attributed on the way (see `chunks`).
+
+Starlette answers the clients (uvicorn serves it), httpx talks to the upstream. Nothing here
+logs, stores or shows a header: ``Authorization`` / ``x-api-key`` go upstream as they came (or
+are replaced by the upstream key the proxy was given), and the proxy's own client key is checked
+in constant time. A client that goes away mid-stream cancels the upstream request at once (the
+connection is closed, so llama-server frees the slot); an upstream that fails gives the client an
+error and the proxy keeps serving.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+
+import anyio
+import httpx
+from pydantic import SecretStr
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from spectui.core.traffic.chunks import (
+    GENERATION_PATHS,
+    PreparedBody,
+    prepare_body,
+    response_totals,
+)
+from spectui.core.traffic.hub import LiveRequest, TrafficHub
+from spectui.core.traffic.models import EndpointKind, RequestStatus
+from spectui.core.traffic.prom import CONTENT_TYPE, ProxyMetrics
+
+METRICS_PATH = "/spectui/metrics"
+"""Where the proxy serves its own Prometheus metrics."""
+
+METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+# Hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection, not to the message.
+_HOP = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
+     "upgrade", "host", "content-length"}
+)  # fmt: skip
+_HOP_BYTES = frozenset(name.encode() for name in _HOP)
+_AUTH = frozenset({"authorization", "x-api-key"})
+
+UPSTREAM_TIMEOUT = httpx.Timeout(connect=10.0, read=None, write=30.0, pool=None)
+"""No read timeout: a long prompt may keep the server silent for minutes; the client decides."""
+
+
+class _CancellableStream(StreamingResponse):
+    """A stream that stops the moment the client disconnects, whatever ASGI version: the body
+    iterator is cancelled (closing the upstream request) even while upstream is silent."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async with anyio.create_task_group() as group:
+
+            async def stream() -> None:
+                with contextlib.suppress(OSError):  # the client went away between two checks
+                    await self.stream_response(send)
+                group.cancel_scope.cancel()
+
+            async def disconnected() -> None:
+                await self.listen_for_disconnect(receive)
+                group.cancel_scope.cancel()
+
+            group.start_soon(stream)
+            group.start_soon(disconnected)
+
+
+class TrafficProxy:
+    """The proxy: ``app`` is the ASGI application; ``hub`` reports the requests."""
+
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        hub: TrafficHub | None = None,
+        upstream_key: SecretStr | None = None,
+        client_key: SecretStr | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.upstream = upstream.rstrip("/")
+        self.hub = hub or TrafficHub(clock=clock)
+        self.metrics = ProxyMetrics()
+        self.hub.listeners.append(self.metrics)
+        self._upstream_key = upstream_key
+        self._client_key = client_key.get_secret_value().encode() if client_key else None
+        self._clock = clock
+        self.http = httpx.AsyncClient(
+            base_url=self.upstream,
+            timeout=UPSTREAM_TIMEOUT,
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
+            transport=transport,
+        )
+        self.app = Starlette(
+            routes=[
+                Route(METRICS_PATH, self._metrics, methods=["GET"]),
+                Route("/{path:path}", self._forward, methods=METHODS),
+            ]
+        )
+
+    async def aclose(self) -> None:
+        """Close the upstream connections."""
+        await self.http.aclose()
+
+    # -- entry points --------------------------------------------------------------------------
+
+    async def _metrics(self, request: Request) -> Response:
+        if denied := self._deny(request):
+            return denied
+        return Response(self.metrics.exposition(), media_type=CONTENT_TYPE)
+
+    async def _forward(self, request: Request) -> Response:
+        if denied := self._deny(request):
+            return denied
+        path = request.url.path
+        kind = GENERATION_PATHS.get(path) if request.method == "POST" else None
+        raw = await request.body()
+        headers = self._upstream_headers(request, generation=kind is not None)
+        if kind is None:
+            return await self._pass_through(request, raw, headers)
+        body = prepare_body(kind, raw)
+        client = f"{request.client.host}:{request.client.port}" if request.client else "?"
+        live = self.hub.start(path, kind, client, body)
+        return await self._generation(request, body, headers, live)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _deny(self, request: Request) -> Response | None:
+        """A 401 unless the client showed the proxy's own key (when it has one)."""
+        if self._client_key is None:
+            return None
+        given = request.headers.get("x-api-key", "")
+        bearer = request.headers.get("authorization", "")
+        if bearer.lower().startswith("bearer "):
+            given = given or bearer[7:].strip()
+        if given and hmac.compare_digest(given.encode(), self._client_key):
+            return None
+        return _error(
+            401, "invalid or missing API key for the spectui proxy", "authentication_error"
+        )
+
+    def _upstream_headers(self, request: Request, *, generation: bool) -> list[tuple[str, str]]:
+        replace_auth = self._upstream_key is not None or self._client_key is not None
+        headers = []
+        for name, value in request.headers.items():
+            lower = name.lower()
+            if lower in _HOP or (replace_auth and lower in _AUTH):
+                continue
+            # Generation streams are parsed on the way down, so they must come unencoded.
+            if generation and lower == "accept-encoding":
+                continue
+            headers.append((name, value))
+        if self._upstream_key is not None:
+            headers.append(("authorization", f"Bearer {self._upstream_key.get_secret_value()}"))
+        return headers
+
+    def _url(self, request: Request) -> str:
+        query = request.url.query
+        return request.url.path + (f"?{query}" if query else "")
+
+    async def _open(
+        self, request: Request, content: bytes, headers: list[tuple[str, str]]
+    ) -> httpx.Response | Response:
+        """Send upstream; an unreachable upstream is the client's 502 (never an exception)."""
+        upstream = self.http.build_request(
+            request.method, self._url(request), headers=headers, content=content
+        )
+        try:
+            return await self.http.send(upstream, stream=True)
+        except httpx.TimeoutException:
+            return _error(504, "the upstream llama-server did not answer in time", "timeout_error")
+        except httpx.TransportError as error:
+            return _error(
+                502,
+                f"spectui proxy: cannot reach the upstream llama-server ({type(error).__name__})",
+                "unavailable_error",
+            )
+
+    async def _pass_through(
+        self, request: Request, raw: bytes, headers: list[tuple[str, str]]
+    ) -> Response:
+        opened = await self._open(request, raw, headers)
+        if isinstance(opened, Response):
+            return opened
+        response = StreamingResponse(_raw(opened), status_code=opened.status_code)
+        response.raw_headers = _down_headers(opened, keep_length=True)
+        return response
+
+    async def _generation(
+        self,
+        request: Request,
+        body: PreparedBody,
+        headers: list[tuple[str, str]],
+        live: LiveRequest,
+    ) -> Response:
+        hub = self.hub
+        opened = await self._open(request, body.upstream, headers)
+        if isinstance(opened, Response):
+            hub.finish(live, status=RequestStatus.ERROR, http_status=opened.status_code,
+                       error=_message_of(bytes(opened.body)))  # fmt: skip
+            return opened
+        attribution = live.attribution
+        is_sse = opened.headers.get("content-type", "").startswith("text/event-stream")
+        if attribution is None or not is_sse or opened.status_code != 200:
+            # Errors and whole-body answers: read it all, pass it on unchanged, summarise it.
+            try:
+                content = await opened.aread()
+            except httpx.TransportError as error:
+                await opened.aclose()
+                hub.finish(live, status=RequestStatus.ERROR, http_status=502,
+                           error=f"upstream broke ({type(error).__name__})")  # fmt: skip
+                return _error(502, "spectui proxy: the upstream llama-server broke the response",
+                              "unavailable_error")  # fmt: skip
+            totals = response_totals(live.info.kind, content)
+            ok = opened.status_code < 400
+            hub.finish(
+                live,
+                status=RequestStatus.DONE if ok else RequestStatus.ERROR,
+                http_status=opened.status_code,
+                error=None if ok else (totals.error or f"HTTP {opened.status_code}"),
+                totals=totals,
+            )
+            whole = Response(content, status_code=opened.status_code)
+            whole.raw_headers = [
+                *_down_headers(opened, keep_length=False),
+                (b"content-length", str(len(content)).encode()),
+            ]
+            return whole
+        stream = _CancellableStream(self._attributed(opened, live), status_code=200)
+        stream.raw_headers = _down_headers(opened, keep_length=False)
+        return stream
+
+    async def _attributed(
+        self, upstream: httpx.Response, live: LiveRequest
+    ) -> AsyncIterator[bytes]:
+        """Upstream's SSE bytes, attributed line by line, to the client as they arrive."""
+        attribution = live.attribution
+        assert attribution is not None
+        clock, t0 = self._clock, live.t0
+        status, error = RequestStatus.CANCELLED, None
+        pending = b""
+        try:
+            async for chunk in upstream.aiter_raw():
+                t = clock() - t0
+                data = pending + chunk if pending else chunk
+                out: list[bytes] = []
+                start = 0
+                while (end := data.find(b"\n", start)) >= 0:
+                    out.append(attribution.line(data[start : end + 1], t))
+                    start = end + 1
+                pending = data[start:]
+                if out:
+                    yield b"".join(out)
+            if pending:
+                yield attribution.line(pending, clock() - t0)
+            status = RequestStatus.ERROR if attribution.error else RequestStatus.DONE
+            error = attribution.error
+        except httpx.TransportError as problem:
+            status = RequestStatus.ERROR
+            error = f"the upstream llama-server broke the stream ({type(problem).__name__})"
+            # The client already has a 200 and part of the stream: an SSE error is all it can
+            # still be told (the OpenAI SDK raises on it).
+            yield _sse_error(error)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await upstream.aclose()  # a client gone mid-stream: this frees the slot
+            self.hub.finish(live, status=status, http_status=upstream.status_code, error=error)
+
+
+async def _raw(response: httpx.Response) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in response.aiter_raw():
+            yield chunk
+    finally:
+        with anyio.CancelScope(shield=True):
+            await response.aclose()
+
+
+def _down_headers(response: httpx.Response, *, keep_length: bool) -> list[tuple[bytes, bytes]]:
+    """Upstream's headers for the client, repeated ones kept apart, minus the per-connection ones
+    (and the length of a body the proxy may change)."""
+    headers = []
+    for name, value in response.headers.raw:
+        lower = name.lower()
+        if lower in _HOP_BYTES and not (keep_length and lower == b"content-length"):
+            continue
+        headers.append((lower, value))
+    return headers
+
+
+def _error(status: int, message: str, kind: str) -> Response:
+    body = {"error": {"code": status, "message": message, "type": kind}}
+    return Response(json.dumps(body), status_code=status, media_type="application/json")
+
+
+def _sse_error(message: str) -> bytes:
+    body = {"error": {"code": 502, "message": message, "type": "unavailable_error"}}
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+def _message_of(body: bytes) -> str:
+    try:
+        return str(json.loads(body)["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return body.decode(errors="replace")[:200]
+
+
+__all__ = ["METRICS_PATH", "EndpointKind", "TrafficProxy"]

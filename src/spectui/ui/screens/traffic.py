@@ -1,0 +1,269 @@
+"""The Traffic screen of `spectui proxy`: every request the proxy sees, newest first, live.
+
+The proxy's listener posts typed messages (`RequestStarted`, `RequestFinished`); rows of live
+requests are refreshed from their attribution at 4 Hz, the aggregate pane at 2 Hz, so a busy
+proxy costs a few redraws a second, never one per token. The table is bounded (`MAX_ROWS`), and
+token events are kept only for the newest `KEEP_EVENTS` finished requests.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from spectui.core.events import RunMetrics
+from spectui.core.traffic.aggregate import Aggregate, aggregate, last_minutes, last_requests
+from spectui.core.traffic.hub import LiveRequest, TrafficHub
+from spectui.core.traffic.models import RequestStatus, TrafficRecord
+from spectui.ui import format as fmt
+from spectui.ui.screens.traffic_request import TrafficRequestScreen
+
+MAX_ROWS = 500
+"""Requests in the table; older rows are dropped."""
+
+KEEP_EVENTS = 50
+"""Finished requests whose tokens stay viewable (the rest keep their numbers only)."""
+
+WINDOW_REQUESTS = 50
+"""The aggregate pane's 'last N requests'."""
+
+WINDOW_MINUTES = 5.0
+"""The aggregate pane's 'last minutes'."""
+
+COLUMNS = (
+    ("id", "#"), ("endpoint", "endpoint"), ("gen", "gen"), ("tps", "tok/s"), ("acc", "acc%"),
+    ("mal", "len"), ("ttft", "TTFT"), ("drafted", "drft/acc"), ("prompt", "prompt"),
+    ("status", "status"), ("client", "client"), ("time", "time"),
+)  # fmt: skip
+"""Most telling first: at 80 columns everything up to the status fits; the rest scrolls."""
+
+SHORT_ENDPOINTS = {
+    "/v1/chat/completions": "chat",
+    "/chat/completions": "chat",
+    "/v1/completions": "v1/compl",
+    "/v1/messages": "messages",
+}
+"""Endpoint names as the narrow table shows them (the rest as they are, without '/')."""
+
+HELP = (
+    "Every request through the proxy, newest first. Enter: its tokens and metrics (live while "
+    "it streams) · ↑/↓ move · ? this help · q quit. Requests without per-token timings "
+    "(non-streamed, /v1/messages) show what the server said, and '–' for the rest."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One table row's cells."""
+
+    cells: tuple[str | Text, ...]
+
+
+def row_cells(live: LiveRequest, record: TrafficRecord | None, metrics: RunMetrics | None) -> Row:
+    """The cells of a request: finished (``record``) or live (``metrics`` so far)."""
+    info = live.info
+    tokens = drafted = accepted = prompt = None
+    rate = ttft = length = acceptance = None
+    if record is not None:
+        tokens, drafted, accepted, prompt = (
+            record.tokens, record.drafted, record.accepted, record.prompt_tokens,
+        )  # fmt: skip
+        acceptance = record.acceptance_rate
+        metrics = record.metrics
+    if metrics is not None:
+        tokens, drafted, accepted = metrics.tokens, metrics.drafted, metrics.accepted
+        prompt = metrics.prompt_tokens
+        rate, ttft = metrics.tokens_per_second, metrics.ttft_ms
+        length, acceptance = metrics.mean_acceptance_length, metrics.acceptance_rate
+    status = record.status.value if record is not None else RequestStatus.STREAMING.value
+    if record is not None and record.http_status >= 400:
+        status = f"{status} {record.http_status}"
+    pair = fmt.DASH if drafted is None else f"{drafted}/{accepted}"
+    endpoint = SHORT_ENDPOINTS.get(info.endpoint, info.endpoint.lstrip("/"))
+    return Row(
+        (
+            str(info.id),
+            endpoint,
+            fmt.num(tokens),
+            fmt.num(rate, 1),
+            _pct0(acceptance),
+            fmt.num(length, 2),
+            fmt.ms(ttft),
+            pair,
+            fmt.num(prompt),
+            status,
+            info.client.rsplit(":", 1)[0],
+            f"{info.started.astimezone():%H:%M:%S}",
+        )
+    )
+
+
+def _pct0(value: float | None) -> str:
+    return fmt.DASH if value is None else f"{value:.0%}"
+
+
+def aggregate_text(recent: Aggregate, minutes: Aggregate, live: int) -> str:
+    """The aggregate pane's lines."""
+
+    def line(label: str, agg: Aggregate) -> str:
+        return (
+            f"{label}: {agg.requests} req · acceptance {fmt.pct(agg.acceptance_rate)} · "
+            f"mean length {fmt.num(agg.mean_acceptance_length, 2)} · "
+            f"{fmt.rate(agg.tokens_per_second)}"
+        )
+
+    positions = " ".join(f"{rate:.0%}" for rate in recent.position_rates[:10]) or fmt.DASH
+    return "\n".join(
+        [
+            line(f"last {WINDOW_REQUESTS}", recent),
+            line(f"last {WINDOW_MINUTES:g} min", minutes),
+            f"per position (last {WINDOW_REQUESTS}): {positions} · {live} streaming now",
+        ]
+    )
+
+
+class TrafficScreen(Screen[None]):
+    """The live table, the aggregate pane and a status line."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "Tokens"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    class RequestStarted(Message):
+        """A request arrived at the proxy."""
+
+        def __init__(self, live: LiveRequest) -> None:
+            super().__init__()
+            self.live = live
+
+    class RequestFinished(Message):
+        """A request ended."""
+
+        def __init__(self, live: LiveRequest, record: TrafficRecord) -> None:
+            super().__init__()
+            self.live = live
+            self.record = record
+
+    class StatusChanged(Message):
+        """The proxy's state changed (starting the server, listening, failed)."""
+
+        def __init__(self, text: str, *, failed: bool = False) -> None:
+            super().__init__()
+            self.text = text
+            self.failed = failed
+
+    def __init__(self, hub: TrafficHub) -> None:
+        super().__init__()
+        self.hub = hub
+        self.rows: OrderedDict[int, LiveRequest] = OrderedDict()
+        """Requests in the table, oldest first."""
+        self._kept: list[LiveRequest] = []
+        self._dirty_aggregate = True
+
+    def compose(self) -> ComposeResult:
+        yield Static("starting…", id="traffic-status")
+        table: DataTable[str | Text] = DataTable(
+            id="requests", cursor_type="row", zebra_stripes=True
+        )
+        for key, label in COLUMNS:
+            table.add_column(label, key=key)
+        yield table
+        yield Static(aggregate_text(Aggregate(), Aggregate(), 0), id="traffic-aggregate")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.set_interval(0.25, self._refresh_live, name="traffic-live")
+        self.set_interval(0.5, self._refresh_aggregate, name="traffic-aggregate")
+
+    @property
+    def table(self) -> DataTable[str | Text]:
+        return self.query_one("#requests", DataTable)
+
+    # -- messages --------------------------------------------------------------------------------
+
+    @on(RequestStarted)
+    def _started(self, message: RequestStarted) -> None:
+        live = message.live
+        self.rows[live.info.id] = live
+        table = self.table
+        table.add_row(*row_cells(live, None, None).cells, key=str(live.info.id))
+        while len(self.rows) > MAX_ROWS:
+            old, _ = self.rows.popitem(last=False)
+            table.remove_row(str(old))
+        table.sort("id", key=lambda cell: int(str(cell)), reverse=True)  # newest first
+
+    @on(RequestFinished)
+    def _finished(self, message: RequestFinished) -> None:
+        live, record = message.live, message.record
+        if live.info.id in self.rows:
+            self._update_row(live, row_cells(live, record, None))
+        if live.events:
+            self._kept.append(live)
+            if len(self._kept) > KEEP_EVENTS:
+                dropped = self._kept.pop(0)
+                if dropped.attribution is not None:
+                    dropped.attribution.events = []
+        self._dirty_aggregate = True
+
+    @on(StatusChanged)
+    def _status(self, message: StatusChanged) -> None:
+        status = self.query_one("#traffic-status", Static)
+        status.update(message.text)
+        status.set_class(message.failed, "-failed")
+
+    # -- refresh ---------------------------------------------------------------------------------
+
+    def _update_row(self, live: LiveRequest, row: Row) -> None:
+        table = self.table
+        key = str(live.info.id)
+        for (column, _label), value in zip(COLUMNS, row.cells, strict=True):
+            table.update_cell(key, column, value)
+
+    def _refresh_live(self) -> None:
+        for live in list(self.hub.live.values()):
+            if live.info.id in self.rows and live.attribution is not None:
+                last = live.attribution.tracker.last_token_t or 0.0
+                self._update_row(live, row_cells(live, None, live.snapshot(live.t0 + last)))
+
+    def _refresh_aggregate(self) -> None:
+        if not self._dirty_aggregate:
+            return
+        self._dirty_aggregate = False
+        records = list(self.hub.recent)
+        now = records[-1].info.started if records else datetime.now().astimezone()
+        text = aggregate_text(
+            aggregate(last_requests(records, WINDOW_REQUESTS)),
+            aggregate(last_minutes(records, WINDOW_MINUTES, now)),
+            len(self.hub.live),
+        )
+        self.query_one("#traffic-aggregate", Static).update(text)
+
+    # -- actions ---------------------------------------------------------------------------------
+
+    def action_open(self) -> None:
+        table = self.table
+        if table.row_count == 0:
+            return
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        live = self.rows.get(int(key)) if key is not None else None
+        if live is not None:
+            self.app.push_screen(TrafficRequestScreen(live))
+
+    @on(DataTable.RowSelected)
+    def _selected(self, _event: DataTable.RowSelected) -> None:
+        self.action_open()
+
+    def action_help(self) -> None:
+        self.notify(HELP, title="Traffic", timeout=12)

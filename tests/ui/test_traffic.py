@@ -1,0 +1,151 @@
+"""The Traffic screen under Pilot: rows newest first, live numbers, Enter opens the tokens, and
+bounded memory; then SVG snapshots in every shipped theme at 80×24."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Static
+from traffic_helpers import begin, feed, finish, make_hub
+
+from spectui.config import Settings
+from spectui.core.traffic.models import RequestStatus
+from spectui.ui.screens.traffic import MAX_ROWS, TrafficScreen
+from spectui.ui.screens.traffic_request import TrafficRequestScreen
+from spectui.ui.themes import SHIPPED_THEMES
+from spectui.ui.traffic_app import TrafficApp
+from spectui.ui.widgets.tokens import TokenView
+
+SnapCompare = Callable[..., bool]
+STATUS = 9
+"""The status column."""
+
+
+@pytest.fixture(autouse=True)
+def _utc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Times on screen are local: the tests' local time is UTC."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+
+
+def table_of(app: TrafficApp) -> DataTable[object]:
+    return app.screen_traffic.query_one("#requests", DataTable)
+
+
+async def test_rows_newest_first_live_then_done() -> None:
+    hub, clocks = make_hub()
+    app = TrafficApp(None, Settings(), hub=hub)
+    async with app.run_test(size=(120, 30)) as pilot:
+        first = begin(hub)
+        feed(first, "completion-ngram-simple-2.sse")
+        finish(hub, clocks, first)
+        second = begin(hub, "/v1/chat/completions", client="10.0.0.8")
+        feed(second, "chat-ngram-simple.sse", upto=20)
+        await pilot.pause(0.4)
+        table = table_of(app)
+        assert table.row_count == 2
+        assert table.get_row_at(0)[0] == "2" and table.get_row_at(1)[0] == "1"
+        assert table.get_row_at(0)[STATUS] == "streaming"
+        assert table.get_row_at(1)[STATUS] == "done"
+        assert table.get_row_at(1)[7] == "155/46"
+        live_gen = table.get_row_at(0)[2]
+        assert live_gen not in ("–", "0")
+        feed(second, "chat-ngram-simple.sse")
+        finish(hub, clocks, second)
+        await pilot.pause(0.6)
+        assert table.get_row_at(0)[STATUS] == "done"
+        aggregate = str(app.screen_traffic.query_one("#traffic-aggregate", Static).render())
+        assert "last 50: 2 req" in aggregate
+
+
+async def test_enter_opens_the_tokens_live_and_done() -> None:
+    hub, clocks = make_hub()
+    app = TrafficApp(None, Settings(), hub=hub)
+    async with app.run_test(size=(100, 30)) as pilot:
+        live = begin(hub)
+        feed(live, "completion-ngram-simple-2.sse", upto=40)
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        screen = app.screen
+        assert isinstance(screen, TrafficRequestScreen)
+        view = screen.query_one(TokenView)
+        shown = len(view.model.tokens)
+        assert shown > 0  # live: what has streamed so far
+        feed(live, "completion-ngram-simple-2.sse")
+        finish(hub, clocks, live)
+        await pilot.pause(0.4)
+        assert len(view.model.tokens) == 120 > shown
+        assert view.model.draft_count == 46
+        await pilot.press("escape")
+        assert isinstance(app.screen, TrafficScreen)
+
+
+async def test_table_and_events_stay_bounded() -> None:
+    hub, clocks = make_hub()
+    app = TrafficApp(None, Settings(), hub=hub)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(MAX_ROWS + 30):
+            live = begin(hub)
+            feed(live, "completion-ngram-simple-2.sse", upto=5)
+            finish(hub, clocks, live, seconds=0.1)
+        await pilot.pause(0.5)
+        assert table_of(app).row_count == MAX_ROWS
+        screen = app.screen_traffic
+        kept = [live for live in screen.rows.values() if live.events]
+        assert len(kept) <= 50
+
+
+async def test_failed_request_and_status_line() -> None:
+    hub, _clocks = make_hub()
+    app = TrafficApp(None, Settings(), hub=hub)
+    async with app.run_test(size=(80, 24)) as pilot:
+        live = begin(hub, streamed=False)
+        hub.finish(live, status=RequestStatus.ERROR, http_status=401, error="Invalid API Key")
+        app.screen_traffic.post_message(TrafficScreen.StatusChanged("failed: boom", failed=True))
+        await pilot.pause(0.3)
+        assert table_of(app).get_row_at(0)[STATUS] == "error 401"
+        status = app.screen_traffic.query_one("#traffic-status", Static)
+        assert status.has_class("-failed")
+
+
+async def _three_requests(pilot: Pilot[None]) -> None:
+    app = pilot.app
+    assert isinstance(app, TrafficApp)
+    hub = app.hub
+    clocks = hub.clock.__self__  # type: ignore[attr-defined]
+    for path, capture in [
+        ("/completion", "completion-ngram-simple-2.sse"),
+        ("/v1/chat/completions", "chat-ngram-simple.sse"),
+    ]:
+        live = begin(hub, path)
+        feed(live, capture)
+        finish(hub, clocks, live)
+    live = begin(hub, "/v1/completions", client="10.0.0.9")
+    feed(live, "v1-completions-ngram-mod.sse", upto=20)
+    app.screen_traffic.post_message(
+        TrafficScreen.StatusChanged("proxy http://127.0.0.1:8081 → http://127.0.0.1:8080")
+    )
+    await pilot.pause(0.8)
+
+
+@pytest.mark.parametrize("theme", SHIPPED_THEMES)
+def test_traffic_snapshot(snap_compare: SnapCompare, theme: str) -> None:
+    hub, _clocks = make_hub()
+    app = TrafficApp(None, Settings(theme=theme), hub=hub)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=_three_requests)
+
+
+async def _open_second(pilot: Pilot[None]) -> None:
+    await _three_requests(pilot)
+    await pilot.press("down", "enter")
+    await pilot.pause(0.5)
+
+
+def test_request_screen_snapshot(snap_compare: SnapCompare) -> None:
+    hub, _clocks = make_hub()
+    app = TrafficApp(None, Settings(), hub=hub)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=_open_second)

@@ -1,0 +1,265 @@
+"""The proxy without a server: recorded captures served by a mock upstream, the proxy's ASGI app
+called in-process. Pass-through, timings cut, attribution equal to the server's counters."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+from pydantic import SecretStr
+
+from spectui.core.llama.protocol import ServerMetrics
+from spectui.core.traffic.chunks import prepare_body, response_totals, strip_timings
+from spectui.core.traffic.hub import TrafficHub
+from spectui.core.traffic.models import EndpointKind, RequestStatus, TrafficRecord
+from spectui.core.traffic.proxy import TrafficProxy
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def capture(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+def data_lines(body: bytes) -> list[bytes]:
+    return [
+        line[6:] for line in body.split(b"\n")
+        if line.startswith(b"data: ") and line != b"data: [DONE]"
+    ]  # fmt: skip
+
+
+class Upstream:
+    """A mock llama-server: answers from a table, remembers what it was sent."""
+
+    def __init__(self, answer: Callable[[httpx.Request], httpx.Response]) -> None:
+        self.answer = answer
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        request.read()
+        self.requests.append(request)
+        return self.answer(request)
+
+
+def reply(
+    status: int, body: bytes | object, headers: list[tuple[str, str]] | None = None
+) -> httpx.Response:
+    """A response that streams like a network one (``content=`` would be read already)."""
+    if not isinstance(body, bytes):
+        body = json.dumps(body).encode()
+        headers = [("content-type", "application/json"), *(headers or [])]
+    return httpx.Response(status, stream=httpx.ByteStream(body), headers=headers or [])
+
+
+def sse(name: str) -> Callable[[httpx.Request], httpx.Response]:
+    def answer(_request: httpx.Request) -> httpx.Response:
+        return reply(200, capture(name), [("content-type", "text/event-stream")])
+
+    return answer
+
+
+class Records:
+    def __init__(self) -> None:
+        self.records: list[TrafficRecord] = []
+
+    def request_started(self, live: object) -> None:
+        pass
+
+    def request_finished(self, live: object, record: TrafficRecord) -> None:
+        self.records.append(record)
+
+
+def make(
+    answer: Callable[[httpx.Request], httpx.Response], **options: object
+) -> tuple[httpx.AsyncClient, Upstream, TrafficProxy, Records]:
+    upstream = Upstream(answer)
+    hub = TrafficHub(keep_events=True)
+    records = Records()
+    hub.listeners.append(records)
+    proxy = TrafficProxy(
+        "http://upstream:8080",
+        hub=hub,
+        transport=httpx.MockTransport(upstream),
+        **options,  # type: ignore[arg-type]
+    )
+    client = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=proxy.app), base_url="http://proxy"
+    )
+    return client, upstream, proxy, records
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["completion-ngram-simple-2.sse", "chat-ngram-simple.sse", "v1-completions-ngram-mod.sse"],
+)
+def test_strip_timings_removes_only_timings(name: str) -> None:
+    for line in data_lines(capture(name)):
+        original = json.loads(line)
+        stripped = json.loads(strip_timings(line))
+        assert stripped == {k: v for k, v in original.items() if k != "timings"}
+
+
+def test_strip_timings_edge_shapes() -> None:
+    assert strip_timings(b'{"timings":{"a":1},"b":2}') == b'{"b":2}'
+    assert strip_timings(b'{"timings":{"a":1}}') == b"{}"
+    assert strip_timings(b'{"content":"say \\"timings\\":{","b":1}') == (
+        b'{"content":"say \\"timings\\":{","b":1}'
+    )
+    nested = b'data: {"x":1,"timings":{"a":{"b":1}}}\n'
+    assert json.loads(strip_timings(nested)[6:]) == {"x": 1}
+
+
+def test_prepare_body() -> None:
+    kind = EndpointKind.OAI_CHAT
+    body = prepare_body(kind, b'{"messages":[{"role":"user","content":"hi"}],"stream":true}')
+    assert body.strip and json.loads(body.upstream)["timings_per_token"] is True
+    assert body.messages == [{"role": "user", "content": "hi"}]
+    asked = b'{"prompt":"x","stream":true,"timings_per_token":true,"n_predict":5}'
+    body = prepare_body(EndpointKind.NATIVE, asked)
+    assert not body.strip and body.upstream == asked and body.n_predict == 5
+    assert prepare_body(kind, b"not json").upstream == b"not json"
+    unstreamed = b'{"prompt":"x"}'
+    assert prepare_body(EndpointKind.NATIVE, unstreamed).upstream == unstreamed
+    messages = b'{"messages":[],"stream":true}'
+    assert prepare_body(EndpointKind.ANTHROPIC, messages).upstream == messages
+
+
+async def test_streamed_completion_attributed_and_cut() -> None:
+    client, upstream, _proxy, records = make(sse("completion-ngram-simple-2.sse"))
+    body = {"prompt": "def", "n_predict": 120, "stream": True}
+    response = await client.post("/completion", json=body)
+    assert response.status_code == 200
+    assert json.loads(upstream.requests[0].content)["timings_per_token"] is True
+    got, sent = data_lines(response.content), data_lines(capture("completion-ngram-simple-2.sse"))
+    assert len(got) == len(sent)
+    assert all(b'"timings"' not in line for line in got[:-1])
+    assert json.loads(got[-1])["timings"] == json.loads(sent[-1])["timings"]
+    (record,) = records.records
+    expected = ServerMetrics.parse((FIXTURES / "metrics-after-ngram-simple-2.prom").read_text())
+    assert record.metrics is not None and record.info.per_token
+    assert record.metrics.steps == expected.spec_steps == 20
+    assert record.metrics.accepted_per_position == expected.accepted_per_position
+    assert (record.drafted, record.accepted, record.tokens) == (155, 46, 120)
+    assert record.status is RequestStatus.DONE and record.stop_reason == "limit"
+
+
+async def test_client_that_asked_for_timings_gets_them() -> None:
+    client, _upstream, _proxy, _records = make(sse("chat-ngram-simple.sse"))
+    body = {"messages": [], "stream": True, "timings_per_token": True}
+    response = await client.post("/v1/chat/completions", json=body)
+    assert response.content == capture("chat-ngram-simple.sse")
+
+
+async def test_v1_completions_and_messages() -> None:
+    client, _upstream, _proxy, records = make(sse("v1-completions-ngram-mod.sse"))
+    await client.post("/v1/completions", json={"prompt": "x", "stream": True})
+    record = records.records[-1]
+    assert record.metrics is not None and record.tokens == 40
+    assert record.text == "".join(
+        json.loads(line)["choices"][0]["text"]
+        for line in data_lines(capture("v1-completions-ngram-mod.sse"))
+    )
+    client, _upstream, _proxy, records = make(sse("messages-ngram-mod.sse"))
+    response = await client.post("/v1/messages", json={"messages": [], "stream": True})
+    assert response.content == capture("messages-ngram-mod.sse")
+    record = records.records[-1]
+    assert not record.info.per_token and record.metrics is None and record.note
+    assert record.tokens is not None and record.text
+
+
+async def test_pass_through_is_exact() -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        return reply(
+            404 if request.url.path == "/nope" else 200,
+            b'{"path":"' + request.url.path.encode() + b'","q":"' + request.url.query + b'"}',
+            [("content-type", "application/json"), ("set-cookie", "a=1"),
+                     ("set-cookie", "b=2"), ("x-upstream", "yes")],
+        )  # fmt: skip
+
+    client, upstream, _proxy, records = make(answer)
+    response = await client.get("/props?x=1&y=2", headers={"Authorization": "Bearer k"})
+    assert response.json() == {"path": "/props", "q": "x=1&y=2"}
+    assert response.headers.get_list("set-cookie") == ["a=1", "b=2"]
+    assert response.headers["x-upstream"] == "yes"
+    assert upstream.requests[0].headers["authorization"] == "Bearer k"
+    assert (await client.get("/nope")).status_code == 404
+    response = await client.post("/tokenize", content=b'{"content":"hi"}')
+    assert upstream.requests[-1].content == b'{"content":"hi"}'
+    assert records.records == []  # not a generation request
+
+
+async def test_non_streamed_generation_totals() -> None:
+    final = json.loads(data_lines(capture("completion-ngram-simple-2.sse"))[-1])
+    whole = {**final, "content": "hello"}
+
+    client, upstream, _proxy, records = make(lambda _r: reply(200, whole))
+    response = await client.post("/completion", json={"prompt": "x"})
+    assert response.json() == whole
+    assert b"timings_per_token" not in upstream.requests[0].content
+    (record,) = records.records
+    assert record.metrics is None and not record.info.per_token
+    assert (record.tokens, record.drafted, record.accepted) == (120, 155, 46)
+
+
+async def test_client_key_and_upstream_key() -> None:
+    client, upstream, _proxy, _records = make(
+        lambda _r: reply(200, {"ok": True}),
+        client_key=SecretStr("mine"),
+        upstream_key=SecretStr("theirs"),
+    )
+    assert (await client.get("/health")).status_code == 401
+    assert (await client.get("/spectui/metrics")).status_code == 401
+    assert (await client.get("/health", headers={"x-api-key": "wrong"})).status_code == 401
+    response = await client.get("/health", headers={"Authorization": "Bearer mine"})
+    assert response.status_code == 200
+    sent = upstream.requests[-1].headers
+    assert sent["authorization"] == "Bearer theirs" and "x-api-key" not in sent
+    assert (await client.get("/health", headers={"x-api-key": "mine"})).status_code == 200
+
+
+async def test_upstream_401_and_unreachable() -> None:
+    error = {"error": {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}}
+    client, _upstream, _proxy, records = make(lambda _r: reply(401, error))
+    response = await client.post("/completion", json={"prompt": "x", "stream": True})
+    assert response.status_code == 401 and response.json() == error
+    assert records.records[-1].status is RequestStatus.ERROR
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused", request=request)
+
+    client, _upstream, _proxy, records = make(refuse)
+    response = await client.post("/v1/chat/completions", json={"messages": [], "stream": True})
+    assert response.status_code == 502 and response.json()["error"]["type"] == "unavailable_error"
+    assert records.records[-1].status is RequestStatus.ERROR
+    assert (await client.get("/health")).status_code == 502
+
+
+async def test_prometheus_metrics() -> None:
+    client, _upstream, _proxy, records = make(sse("completion-ngram-simple-2.sse"))
+    await client.post("/completion", json={"prompt": "x", "stream": True, "model": "m"})
+    model = records.records[0].info.model  # the response's own name wins over the request's
+    assert model == "models/gemma-3-270m-q4_k_m.gguf"
+    text = (await client.get("/spectui/metrics")).text
+    samples = {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines() if line and not line.startswith("#")
+    }  # fmt: skip
+    labels = f'endpoint="/completion",model="{model}"'
+    assert samples[f"spectui_proxy_tokens_total{{{labels}}}"] == 120
+    assert samples[f"spectui_proxy_steps_total{{{labels}}}"] == 20
+    assert samples[f"spectui_proxy_accepted_tokens_total{{{labels}}}"] == 46
+    assert samples[f'spectui_proxy_accepted_per_position_total{{{labels},position="0"}}'] == 14
+    assert samples[f'spectui_proxy_requests_total{{{labels},status="done"}}'] == 1
+    assert f"spectui_proxy_ttft_seconds_count{{{labels}}}" in samples
+
+
+def test_response_totals_of_chat_and_errors() -> None:
+    chat = {"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
+            "usage": {"completion_tokens": 3}}  # fmt: skip
+    totals = response_totals(EndpointKind.OAI_CHAT, json.dumps(chat).encode())
+    assert (totals.text, totals.tokens, totals.stop_reason) == ("hi", 3, "eos")
+    assert totals.drafted is None  # no timings: unknown, not zero
+    assert response_totals(EndpointKind.NATIVE, b"<html>").tokens is None
