@@ -22,6 +22,7 @@ from textual.widgets import Footer, Static
 from spectui.core.events import ErrorEvent, ServerState, ServerStateEvent
 from spectui.core.sessions.replay import ReplayClock, ReplayEngine
 from spectui.ui.bridge import Post, pump
+from spectui.ui.compositor import use_lean_compositor
 from spectui.ui.messages import (
     MemorySampled,
     MetricsUpdated,
@@ -209,6 +210,7 @@ class ReplayPairScreen(Screen[None]):
 
     def __init__(self, engines: list[ReplayEngine]) -> None:
         super().__init__()
+        use_lean_compositor(self)
         self.engines = engines
         self.clock = engines[0].clock
 

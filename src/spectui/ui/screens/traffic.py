@@ -26,6 +26,7 @@ from spectui.core.traffic.aggregate import Aggregate, aggregate, last_minutes, l
 from spectui.core.traffic.hub import LiveRequest, TrafficHub
 from spectui.core.traffic.models import RequestStatus, TrafficRecord
 from spectui.ui import format as fmt
+from spectui.ui.compositor import use_lean_compositor
 from spectui.ui.screens.traffic_request import TrafficRequestScreen
 
 MAX_ROWS = 500
@@ -166,6 +167,7 @@ class TrafficScreen(Screen[None]):
 
     def __init__(self, hub: TrafficHub) -> None:
         super().__init__()
+        use_lean_compositor(self)
         self.hub = hub
         self.rows: OrderedDict[int, LiveRequest] = OrderedDict()
         """Requests in the table, oldest first."""

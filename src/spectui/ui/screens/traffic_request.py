@@ -15,6 +15,7 @@ from textual.widgets import Footer, Static
 from spectui.core.events import RunMetrics, TokenEvent
 from spectui.core.traffic.hub import LiveRequest
 from spectui.core.traffic.models import NO_DETAIL
+from spectui.ui.compositor import use_lean_compositor
 from spectui.ui.widgets.metrics import MetricsPane, RunColumn
 from spectui.ui.widgets.tokens import AnswerPane
 
@@ -32,6 +33,7 @@ class TrafficRequestScreen(Screen[None]):
 
     def __init__(self, live: LiveRequest) -> None:
         super().__init__()
+        use_lean_compositor(self)
         self.live = live
         self._cursor = 0
         self._timer: Timer | None = None
