@@ -54,11 +54,6 @@ class GenerationRequest(Sampling):
     """Maximum tokens to generate."""
 
     @property
-    def sampling(self) -> Sampling:
-        """The sampling options of this request (its length fixed)."""
-        return Sampling.model_validate(self.model_dump(exclude={"prompt"}))
-
-    @property
     def endpoint(self) -> str:
         """Path of the endpoint this request streams from."""
         return "/v1/chat/completions" if self.chat else "/completion"
