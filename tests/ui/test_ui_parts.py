@@ -112,7 +112,7 @@ async def test_pump_flushes_when_the_stream_goes_quiet() -> None:
         await release.wait()
         yield token(1)
 
-    task = asyncio.create_task(pump(events(), post, interval=0.001))
+    task = asyncio.create_task(pump(events(), post, interval=0.001, quiet_interval=0.001))
     await first_post.wait()  # would hang (pytest-timeout) if the quiet stream never flushed
     assert isinstance(posted[0], TokensArrived)
     assert [t.index for t in posted[0].tokens] == [0]

@@ -38,7 +38,16 @@ from spectui.ui.messages import (
 )
 
 FLUSH_INTERVAL_S = 0.05
-"""Token batches reach the screen at most this often (20 Hz): smooth, and cheap over SSH."""
+"""A busy stream's batches reach the screen at most this often (20 Hz): smooth, and cheap over
+SSH; at thousands of tokens a second the screen stays within ~100 ms of the stream."""
+
+QUIET_FLUSH_INTERVAL_S = 0.1
+"""A stream of a few tokens a batch is drawn at most this often (10 Hz): at the tens of tokens a
+second a CPU server makes, each frame cost more than the tokens it showed (a frame is ~4 ms of
+the app's CPU in a real terminal), and the text still reads as a smooth stream."""
+
+BUSY_BATCH = 32
+"""Tokens waiting that make a batch busy: it goes out at the fast interval."""
 
 Post = Callable[[Message], object]
 
@@ -54,6 +63,11 @@ class EventBatcher:
         self._memory: MemoryEvent | None = None
         self.terminal_seen = False
         """Whether a summary or an error ended the stream."""
+
+    @property
+    def waiting_tokens(self) -> int:
+        """Tokens buffered since the last flush."""
+        return len(self._tokens)
 
     @property
     def pending(self) -> bool:
@@ -98,12 +112,19 @@ class EventBatcher:
         return out
 
 
-async def pump(events: EventStream, post: Post, *, interval: float = FLUSH_INTERVAL_S) -> bool:
+async def pump(
+    events: EventStream,
+    post: Post,
+    *,
+    interval: float = FLUSH_INTERVAL_S,
+    quiet_interval: float = QUIET_FLUSH_INTERVAL_S,
+) -> bool:
     """Iterate ``events`` to the end, posting messages; True when a summary or error ended it.
 
     Cancelling the caller (the user pressed stop, or a spec switch needs the server) cancels the
     pending read, which the engine sees as a cancellation inside its iterator, and closes it.
-    The iterator runs in the caller's task.
+    The iterator runs in the caller's task. The frame rate follows the token rate: a batch goes
+    out after ``quiet_interval``, or after ``interval`` once `BUSY_BATCH` tokens wait.
     """
     batcher = EventBatcher()
     loop = asyncio.get_running_loop()
@@ -127,10 +148,11 @@ async def pump(events: EventStream, post: Post, *, interval: float = FLUSH_INTER
             for message in batcher.add(event):
                 post(message)
             if batcher.pending:
-                if loop.time() - last_flush >= interval:
+                due = interval if batcher.waiting_tokens >= BUSY_BATCH else quiet_interval
+                if loop.time() - last_flush >= due:
                     flush()
                 elif timer is None:
-                    timer = loop.call_at(last_flush + interval, flush)
+                    timer = loop.call_at(last_flush + quiet_interval, flush)
     finally:
         flush()
         with contextlib.suppress(RuntimeError):  # already running: it is closing itself

@@ -12,6 +12,7 @@ is the same however the UI kept up (and a replayed run draws identically).
 from __future__ import annotations
 
 from collections import deque
+from time import monotonic
 from typing import ClassVar
 
 from rich.text import Text
@@ -80,6 +81,7 @@ class ChartsPane(Horizontal):
         """[bucket number, tokens whose timestamp falls in it]; gaps are filled with zeros."""
         self.accepted_per_step: deque[int] = deque(maxlen=SERIES_LENGTH)
         self.position_rates: list[float] = []
+        self._last_replot = 0.0
         self._plotted: list[tuple[float, float]] | None = None
         """The tokens/s series the plot shows (None: not drawn yet)."""
         self._dirty = False
@@ -144,9 +146,19 @@ class ChartsPane(Horizontal):
         if self._dirty:
             self.replot()
 
+    def replot_if_due(self) -> None:
+        """Replot if the charts' data changed and the last replot is old enough.
+
+        Called as data arrives with a token batch: the charts are then drawn in the frame that
+        draws the tokens, not a frame of their own; the tick only catches a stream gone quiet.
+        """
+        if self._dirty and monotonic() - self._last_replot >= REDRAW_INTERVAL_S:
+            self.replot()
+
     def replot(self) -> None:
         """Redraw all charts from the series (cheap enough at 1 Hz, too slow per token)."""
         self._dirty = False
+        self._last_replot = monotonic()
         with self.app.batch_update():
             # Each chart is redrawn only when its own data changed (and only where it is shown):
             # with no drafting, two of the three never change during a run.

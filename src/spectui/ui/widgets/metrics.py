@@ -102,6 +102,9 @@ def _warning_lines(now: RunColumn | None, before: RunColumn | None, width: int) 
 LABEL_WIDTH = 11
 """Wide enough for every label below; at 80 columns the values get 12 characters each."""
 
+QUIET_REDRAW_S = 1.0
+"""Numbers held back by the throttle are drawn after this long when no newer update comes."""
+
 REDRAW_INTERVAL_S = 0.25
 """Snapshots and memory samples redraw the table at most this often: a redraw costs ~5 ms, and
 numbers changing faster than 4 Hz cannot be read anyway. A run's start and end redraw at once."""
@@ -145,16 +148,17 @@ class MetricsPane(Widget):
         self._redraw_soon()
 
     def _redraw_soon(self) -> None:
-        """Redraw now, or once `REDRAW_INTERVAL_S` has passed since the last redraw."""
-        if self._redraw_timer is not None:
-            return  # the redraw already scheduled will show the newest numbers
-        wait = self._last_redraw + REDRAW_INTERVAL_S - monotonic()
-        if wait <= 0:
+        """Redraw now if `REDRAW_INTERVAL_S` has passed since the last redraw, else with a later
+        update. Updates come with the token batches, so a redraw lands in the frame that draws
+        the tokens instead of a frame of its own; a timer catches a stream that went quiet."""
+        if monotonic() - self._last_redraw >= REDRAW_INTERVAL_S:
             self._redraw()
-        else:
-            self._redraw_timer = self.set_timer(wait, self._redraw)
+        elif self._redraw_timer is None:
+            self._redraw_timer = self.set_timer(QUIET_REDRAW_S, self._redraw)
 
     def _redraw(self) -> None:
+        if self._redraw_timer is not None:
+            self._redraw_timer.stop()
         self._redraw_timer = None
         self._last_redraw = monotonic()
         old, width = self._strips, self.size.width

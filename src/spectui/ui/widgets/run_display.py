@@ -64,11 +64,13 @@ class RunDisplay:
         if self.charts is not None:
             self.charts.add_tokens(tokens)
             self.charts.add_steps(steps)
+            self.charts.replot_if_due()
 
     def snapshot(self, event: MetricsEvent) -> None:
         self.metrics.update_metrics(event.snapshot)
         if self.charts is not None:
             self.charts.add_metrics(event.snapshot)
+            self.charts.replot_if_due()
 
     def memory(self, event: MemoryEvent) -> None:
         self.metrics.update_memory(event)
