@@ -1,4 +1,4 @@
-"""Overhead: does watching slow the server down? Goal: ratio >= 0.98.
+"""Overhead: does watching slow the server down? Goals: TUI >= 0.96, `stream` >= 0.985 of curl.
 
 One llama-server (Gemma 3 270M, ngram-simple, as spectui launches it) serves the same request
 (prompt, n_predict, temperature 0, seed, no prompt cache) to three clients in turn:
@@ -46,7 +46,8 @@ from spectui.core.request import GenerationRequest
 from spectui.ui.app import SpectuiApp
 from spectui.ui.messages import RunEnded
 
-GOAL = 0.98
+GOAL_TUI = 0.96
+GOAL_STREAM = 0.985
 PROMPT_KEY = "code-edit"
 N_PREDICT = builtin_prompt(PROMPT_KEY).n_predict
 """The built-in prompt's own length: the TUI runs a built-in prompt with it."""
@@ -203,14 +204,15 @@ def main(rounds: int = 5, pin: bool = False) -> dict[str, object]:
         "n_predict": N_PREDICT,
         "spec": "ngram-simple",
         "pinned": pin,
-        "goal": GOAL,
-        "met": min(median(ratios["stream"]), median(ratios["tui"])) >= GOAL,
+        "goal_tui": GOAL_TUI,
+        "goal_stream": GOAL_STREAM,
+        "met": median(ratios["stream"]) >= GOAL_STREAM and median(ratios["tui"]) >= GOAL_TUI,
         "load": os.getloadavg(),
     }
     path = write_result("overhead-pinned" if pin else "overhead", result)
     print(
         f"overhead: server tok/s with spectui stream / curl = {result['stream_ratio']:.3f}, "
-        f"TUI / curl = {result['tui_ratio']:.3f} (goal >= {GOAL}); client CPU while generating: "
+        f"TUI / curl = {result['tui_ratio']:.3f} (goals {GOAL_STREAM} / {GOAL_TUI}); client CPU: "
         f"stream {median(client_cpu['stream']):.1%}, TUI {median(client_cpu['tui']):.1%} of a core"
         f" -> {path}"
     )
