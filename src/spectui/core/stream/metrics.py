@@ -57,6 +57,14 @@ class MetricsTracker:
         while window[0][0] < horizon:  # (never empties: the newest entry is inside)
             window.popleft()
 
+    def on_attributed(self, events: list[TokenEvent | StepEvent]) -> None:
+        """Count what the attributor made of one chunk (tokens and steps, in order)."""
+        for event in events:
+            if isinstance(event, TokenEvent):
+                self.on_token(event)
+            else:
+                self.on_step(event)
+
     def on_step(self, step: StepEvent) -> None:
         """Count a verification step and its per-position acceptance."""
         self.steps += 1

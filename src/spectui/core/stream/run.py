@@ -29,7 +29,6 @@ from spectui.core.events import (
     PromptProgressEvent,
     RunMetrics,
     SummaryEvent,
-    TokenEvent,
 )
 from spectui.core.llama.client import safe_url
 from spectui.core.llama.memory import MemorySampler
@@ -106,11 +105,7 @@ class ChunkProcessor:
         tracker.on_timings(timings)  # (the prompt's numbers can still change after token one)
         counters = ChunkCounters(text, predicted, timings.draft_n, timings.draft_n_accepted)
         attributed = self.attributor.feed(counters, t)
-        for event in attributed:
-            if isinstance(event, TokenEvent):
-                tracker.on_token(event)
-            else:
-                tracker.on_step(event)
+        tracker.on_attributed(attributed)
         if text:
             self.text_parts.append(text)
         events.extend(attributed)

@@ -247,11 +247,7 @@ class StreamAttribution:
             tracker.prompt_tokens = prompt_n
             tracker.prompt_tokens_per_second = timings.get("prompt_per_second") or None
         attributed = self.attributor.feed(counters, t)
-        for event in attributed:
-            if isinstance(event, TokenEvent):
-                tracker.on_token(event)
-            else:
-                tracker.on_step(event)
+        tracker.on_attributed(attributed)
         if self.keep_events:
             self.events.extend(attributed)
         if text:
