@@ -44,3 +44,17 @@ def test_summary_line_warns_about_attribution_anomalies() -> None:
         METRICS.model_copy(update={"attribution_anomalies": 1})
     )
     assert "⚠" not in summary_line(METRICS.model_copy(update={"attribution_anomalies": 0}))
+
+
+def test_summaries_record_what_watching_cost() -> None:
+    metrics = METRICS.model_copy(update={"client_cpu_percent": 2.4, "server_cpu_percent": 187.0})
+    record = summary_record(SummaryEvent(metrics=metrics))
+    assert (record["client_cpu_percent"], record["server_cpu_percent"]) == (2.4, 187.0)
+    assert "CPU spectui 2.4 % · server 187 %" in summary_line(metrics)
+    assert "CPU" not in summary_line(METRICS)  # no samples (a remote server): nothing claimed
+
+
+def test_compare_runs_record_what_measuring_cost() -> None:
+    from spectui.core.compare.models import RunRecord
+
+    assert {"client_cpu_percent", "server_cpu_percent"} <= set(RunRecord.model_fields)

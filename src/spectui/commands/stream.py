@@ -91,10 +91,9 @@ def summary_line(m: RunMetrics) -> str:
         parts.append("nothing drafted")
     if m.peak_rss_bytes:
         parts.append(f"peak RSS {m.peak_rss_bytes / 2**20:.0f} MiB")
-    if m.client_cpu_percent is not None:
-        parts.append(
-            f"spectui CPU {m.client_cpu_percent:.1f} % · server {m.server_cpu_percent:.0f} %"
-        )
+    if m.client_cpu_percent is not None:  # what watching cost, next to what it watched
+        server = f"{m.server_cpu_percent:.0f} %" if m.server_cpu_percent is not None else "?"
+        parts.append(f"CPU spectui {m.client_cpu_percent:.1f} % · server {server}")
     if n := m.attribution_anomalies:
         noun = "anomaly" if n == 1 else "anomalies"
         parts.append(f"⚠ {n} attribution {noun} (counts may be off)")
