@@ -8,6 +8,7 @@ and its children.
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import Any
 
 import psutil
@@ -60,6 +61,9 @@ def nvml() -> _Nvml:
     return _nvml
 
 
+MIN_CPU_INTERVAL_S = 0.25
+"""CPU shares are measured over at least this long (the kernel counts CPU in 10 ms ticks)."""
+
 TREE_REFRESH_S = 30.0
 """How often the sampler looks for new child processes: finding them walks all of /proc (every
 process's parent), which cost more than the rest of a sample together (llama-server starts no
@@ -79,8 +83,9 @@ class MemorySampler:
         self._use_gpu = use_gpu
         self._procs: list[psutil.Process] = []
         self._tree_t: float | None = None
-        self._self = psutil.Process()
-        self._self.cpu_percent()  # the first call only starts the interval
+        self._cpu_since: float | None = None
+        """Wall clock of the sample the CPU shares are measured from (None: none yet)."""
+        self._own_cpu_since = 0.0
 
     def _tree(self, t: float) -> list[psutil.Process]:
         if self._tree_t is None or t - self._tree_t >= TREE_REFRESH_S or t < self._tree_t:
@@ -98,14 +103,19 @@ class MemorySampler:
             procs = self._tree(t)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             return None
+        # CPU shares need an interval: a sample right after another (a run's last one) keeps
+        # measuring from the earlier one and reports none, rather than a meaningless 0 %.
+        now = time.monotonic()
+        measure_cpu = self._cpu_since is None or now - self._cpu_since >= MIN_CPU_INTERVAL_S
         rss = owned = 0
-        cpu = 0.0
+        server_cpu = 0.0
         pids: set[int] = set()
         for proc in procs:
             with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
                 with proc.oneshot():
                     info = proc.memory_info()
-                    cpu += proc.cpu_percent()
+                    if measure_cpu:  # (psutil measures from its own previous call)
+                        server_cpu += proc.cpu_percent()
                 rss += info.rss
                 owned += info.rss - getattr(info, "shared", 0)
                 pids.add(proc.pid)
@@ -113,11 +123,19 @@ class MemorySampler:
             self._tree_t = None  # the server went (or restarted): walk again next time
             return None
         gpu = nvml().process_bytes(pids) if self._use_gpu else None
+        client: float | None = None
+        server: float | None = None
+        if measure_cpu:
+            own = time.process_time()  # this process, all threads, at full resolution
+            if self._cpu_since is not None:
+                client = round((own - self._own_cpu_since) / (now - self._cpu_since) * 100, 2)
+                server = server_cpu
+            self._cpu_since, self._own_cpu_since = now, own
         return MemoryEvent(
             t=t,
             rss_bytes=rss,
             rss_minus_shared_bytes=owned,
             gpu_bytes=gpu,
-            server_cpu_percent=cpu,
-            client_cpu_percent=self._self.cpu_percent(),
+            server_cpu_percent=server,
+            client_cpu_percent=client,
         )
