@@ -58,5 +58,5 @@ async def test_server_bar_shows_spectui_cpu_next_to_the_server() -> None:
         )
         bar.set_cpu(sample)
         await pilot.pause()
-        assert "CPU spectui 4 % · server 191 %" in str(bar.render())
+        assert "CPU spectui 3.6 % · server 191 %" in str(bar.render())
         await app.action_quit()

@@ -77,9 +77,9 @@ class ServerBar(Widget):
         """Show the CPU shares of a memory sample (redrawn only when the rounded text changes)."""
         if sample.client_cpu_percent is None or sample.server_cpu_percent is None:
             return
-        cpu = (
-            f"spectui {sample.client_cpu_percent:.0f} % · server {sample.server_cpu_percent:.0f} %"
-        )
+        client, server = sample.client_cpu_percent, sample.server_cpu_percent
+        # A tenth of a percent for spectui's share: small is where it should be.
+        cpu = f"spectui {client:.1f} % · server {server:.0f} %"
         if cpu != self.cpu:
             self.cpu = cpu
             self.refresh()
