@@ -83,8 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--record", type=Path, metavar="FILE", help="also record the run to a session file"
     )
 
-    doctor = commands.add_parser("doctor", help="which llama-server spectui would use, and why")
-    doctor.add_argument("--server-bin", type=Path, help="llama-server executable to check")
+    doctor = commands.add_parser(
+        "doctor",
+        help="which llama-server spectui would use, and why; what each spec type needs",
+        argument_default=argparse.SUPPRESS,
+    )
+    _launch_options(doctor)  # the settings it checks: binary, model, spec type, draft model
 
     commands.add_parser("prompts", help="list the built-in prompts")
     from spectui.commands.compare import add_compare_options
@@ -104,6 +108,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_replay_parser(commands)
     add_export_parser(commands)
+    from spectui.commands.proxy import add_proxy_parser
+    from spectui.commands.watch import add_watch_parser
+
+    add_proxy_parser(commands, _launch_options)
+    from spectui.commands.tune import add_tune_parser
+
+    add_tune_parser(commands, _launch_options)
+    add_watch_parser(commands)
     return parser
 
 
@@ -179,9 +191,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace, extra: list[str]) -> int:
     if args.command == "doctor":
+        from spectui.app_setup import engine_dirs
         from spectui.core.llama.doctor import doctor_report, format_doctor
 
-        report = doctor_report(args.server_bin or load_settings().server_bin)
+        settings = settings_from(args, extra)
+        report = doctor_report(
+            settings.server_bin,
+            engine_dirs().caps_cache,
+            model=settings.model,
+            spec_type=settings.spec_type,
+            draft_model=settings.draft_model,
+        )
         print(format_doctor(report))
         return 0 if report.binary else 2
     if args.command == "prompts":
@@ -190,7 +210,19 @@ def _dispatch(args: argparse.Namespace, extra: list[str]) -> int:
         for prompt in BUILTIN_PROMPTS:
             print(f"{prompt.key:<14} {prompt.title} — {prompt.expectation}")
         return 0
+    if args.command == "watch":
+        from spectui.commands.watch import run_watch
+
+        return run_watch(args)
     settings = settings_from(args, extra)
+    if args.command == "proxy":
+        from spectui.commands.proxy import run_proxy
+
+        return run_proxy(settings, args)
+    if args.command == "tune":
+        from spectui.commands.tune import run_tune
+
+        return run_tune(settings, args)
     if args.command == "compare":
         from spectui.commands.compare import run_compare
 

@@ -278,3 +278,45 @@ def test_compare_records_every_run(gemma_model: Path, tmp_path: Path) -> None:
     )
     assert replayed.returncode == 0, replayed.stderr
     assert json.loads(replayed.stdout)["tokens"] == 8
+
+
+# --- the decision rule on real runs (issue #11) -------------------------------------------------
+
+TIE = "none --spec-ngram-mod-n-match 12"
+"""A config that changes a flag no running type reads: the same server as the baseline, a tie."""
+
+
+def test_memory_is_a_price_and_noise_is_not_a_win(
+    gemma_model: Path, llama_binary: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "r.json"
+    result = spectui(
+        "compare", "--model", str(gemma_model), "--server-bin", str(llama_binary),
+        "--config", "ngram-mod", "--config", TIE, "--prompts", "builtin:table-row",
+        "--reps", "3", "--n-predict", "64", "--ctx-size", "1024", "--no-chart",
+        "--json", str(out), "--", "--no-warmup",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    doc = load_document(out)
+    rows = {r.config: r for r in doc.summary}
+    mod, tie = rows["ngram-mod"], rows[TIE]
+    # The price is always shown: ngram-mod verifies 64-token drafts, 64 rows of 262k logits.
+    assert mod.memory_extra_bytes is not None and mod.memory_extra_bytes > 32 * 2**20
+    assert "MiB RSS (+" in mod.reason
+    assert mod.noise_floor is not None
+    noisy = mod.noise_floor > 0.25
+    if not noisy:
+        assert mod.verdict == "keep", mod.reason  # ~2x for ~100 MiB, under 10 % of the RAM
+        assert tie.verdict == "inconclusive", tie.reason
+        assert tie.speed_call in ("tie", "unclear")
+
+    # The same runs under a tight budget: dropped for memory, with the speed still said.
+    again = spectui("compare", "--resume", str(out), "--memory-budget", "16MiB", "--no-chart")
+    assert again.returncode == 0, again.stderr
+    rejudged = {r.config: r for r in load_document(out).summary}["ngram-mod"]
+    if not noisy:
+        assert rejudged.verdict == "drop"
+        assert "is over the memory budget of 16 MiB" in rejudged.reason
+    assert len(load_document(out).runs) == len(doc.runs)  # re-judged, nothing re-run
+    if noisy:
+        pytest.skip(f"the baseline swung ±{mod.noise_floor:.0%}: outcomes not checked")

@@ -51,7 +51,7 @@ async def test_table_fills_in_live_then_shows_verdicts() -> None:
         cells = _cells(screen)
         assert cells[("none", "a")][-1] == "baseline"
         assert cells[("ngram-simple", "a")][5] == "2.00x"  # equal in both rounds: no spread
-        assert cells[("ngram-simple", "a")][-1] == "keep"
+        assert cells[("ngram-simple", "a")][-1] == "inconclusive"  # a keep needs 3 rounds
         assert cells[("ngram-simple", "b")][-1] == "drop"
         assert cells[("ngram-simple", "b")][7] == "0/2"  # identical to the baseline: none
         progressed = [m for m in posted if isinstance(m, CompareProgressed)]

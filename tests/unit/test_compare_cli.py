@@ -29,7 +29,7 @@ def test_summary_table_shows_every_config_and_prompt(tmp_path: Path) -> None:
     console.print(summary_table(_finished(tmp_path)))
     text = console.export_text()
     assert "ngram-simple" in text and "2.00x" in text and "0.67x" in text
-    assert "baseline" in text and "drop" in text
+    assert "baseline" in text and "inconclusive" in text  # one round settles nothing
 
 
 def test_chart_has_both_panels_and_no_colour_when_asked(tmp_path: Path) -> None:

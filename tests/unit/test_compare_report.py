@@ -38,8 +38,8 @@ def test_speedup_is_paired_within_rounds_not_a_ratio_of_medians() -> None:
     # ratio of medians would be 1100 / 1500
     assert row.speedup_vs_baseline != pytest.approx(1100 / 1500)
     assert row.pairs == 3
+    # The baseline itself moved 3x between rounds: that noise swamps any call.
     assert row.verdict == "inconclusive"
-    assert "only some rounds faster" in row.reason
 
 
 def test_medians_and_ranges() -> None:
@@ -51,7 +51,7 @@ def test_medians_and_ranges() -> None:
     assert (cfg.min_total_ms, cfg.max_total_ms) == (400, 600)
     assert cfg.speedup_vs_baseline == pytest.approx(2.0)
     assert cfg.verdict == "keep"
-    assert cfg.reason.startswith("faster: 2.00x end to end (1.67–2.50, 3 rounds)")
+    assert cfg.reason.startswith("2.00x faster (1.67–2.50, 3 rounds, noise ±2%)")
 
 
 def test_slower_is_dropped_with_the_reason() -> None:
@@ -63,15 +63,16 @@ def test_slower_is_dropped_with_the_reason() -> None:
 def test_within_noise_is_inconclusive() -> None:
     row = _rows(_pairs([1000, 1000, 1000], [990, 985, 995]))[("ngram-simple", "a")]
     assert row.verdict == "inconclusive"
-    assert "within noise" in row.reason
+    assert row.reason.startswith("a tie: 1.01x")
 
 
-def test_faster_but_more_memory_is_dropped() -> None:
+def test_faster_with_more_memory_shows_the_price() -> None:
+    # No RAM total known in this plan: the 10 % default cannot be turned into bytes, so the
+    # memory is a price shown, never a reason to drop (tests/unit/test_verdict.py has budgets).
     records = _pairs([1000] * 3, [500] * 3, rss=700 * 2**20)
     row = _rows(records)[("ngram-simple", "a")]
-    assert row.verdict == "drop"
-    assert "peak RSS +300 MiB (700 vs 400)" in row.reason
-    assert row.reason.startswith("faster, 2.00x")
+    assert row.verdict == "keep"
+    assert "for +300 MiB RSS (+75%)" in row.reason
 
 
 def test_a_little_allocator_noise_is_not_a_memory_cost() -> None:
@@ -170,4 +171,4 @@ def test_synthetic_acceptance_is_never_kept() -> None:
     row = {r.config: r for r in report_rows(p, records)}[synth]
     assert row.speedup_vs_baseline == pytest.approx(2.0)  # it was faster...
     assert row.verdict == "inconclusive"  # ...but forced acceptance is a demonstration
-    assert row.reason.startswith("synthetic acceptance, not a result: faster")
+    assert row.reason.startswith("synthetic acceptance, not a result: 2.00x faster")

@@ -22,6 +22,7 @@ from spectui.app_setup import compare_setup, recorder
 from spectui.commands.common import SAMPLING_FLAGS, add_sampling_flags, positive
 from spectui.commands.compare_view import LiveView, print_final
 from spectui.config import Settings, state_dir
+from spectui.core.compare.budget import MemoryBudget, resolve_budget
 from spectui.core.engine.base import Engine
 from spectui.core.errors import SpectuiError
 from spectui.lifecycle import run_guarded
@@ -62,6 +63,14 @@ def add_compare_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--reps", type=positive, metavar="N", help=f"counted rounds (default {DEFAULT_REPS})"
+    )
+    group.add_argument(
+        "--memory-budget",
+        dest="memory_budget",
+        metavar="SIZE|PCT",
+        help="extra peak memory over the baseline a config may cost before it is dropped for "
+        "it: 512MiB, 2GiB or 10%% (of the total RAM, or of VRAM where the server uses a GPU; "
+        "default 10%%); the cost is always shown",
     )
     group.add_argument("--json", type=Path, dest="json_out", metavar="FILE", help="results file")
     group.add_argument("--csv", type=Path, dest="csv_out", metavar="FILE", help="runs as CSV")
@@ -107,7 +116,7 @@ def _default_output() -> Path:
 
 
 def _new_document(
-    settings: Settings, args: argparse.Namespace, setup: CompareSetup
+    settings: Settings, args: argparse.Namespace, setup: CompareSetup, budget: MemoryBudget
 ) -> CompareDocument:
     from spectui.core.compare.models import ComparePlan
     from spectui.core.compare.prompt_files import load_prompts
@@ -123,6 +132,7 @@ def _new_document(
         prompts=prompts,
         reps=getattr(args, "reps", None) or DEFAULT_REPS,
         sampling=sampling,
+        memory_budget=budget,
     )
     return CompareDocument.new(
         plan, binary=setup.binary_info, model=setup.model_info, server=setup.server
@@ -158,12 +168,19 @@ async def _compare(settings: Settings, args: argparse.Namespace) -> int:
                 f"--resume continues {resume} as it was planned: drop {', '.join(given)}"
             )
         document = load_document(resume)
+        if getattr(args, "memory_budget", None) is not None:
+            # A judgement, not a measurement: a new budget re-judges the runs already made.
+            budget = resolve_budget(args.memory_budget)
+            document = document.model_copy(
+                update={"plan": document.plan.model_copy(update={"memory_budget": budget})}
+            )
         if document.complete:
             print(f"spectui: {resume} is already complete; nothing to resume", file=sys.stderr)
         setup = _resumed_setup(settings, document)
     else:
+        budget = resolve_budget(getattr(args, "memory_budget", None))  # a bad one: first
         setup = compare_setup(settings)
-        document = _new_document(settings, args, setup)
+        document = _new_document(settings, args, setup, budget)
     done = finished_seqs(document)
     pending = [job for job in document.plan.jobs() if job.seq not in done]
     # Python checkers run code: only from a prompt file named on this command line, or when

@@ -87,9 +87,19 @@ def fmt_speedup(row: SummaryRow) -> str:
     if row.speedup_vs_baseline is None:
         return ""
     text = f"{row.speedup_vs_baseline:.2f}x"
-    if row.pairs > 1 and row.speedup_min is not None and row.speedup_max is not None:
-        low, high = f"{row.speedup_min:.2f}", f"{row.speedup_max:.2f}"
+    if row.pairs > 1 and row.speedup_low is not None and row.speedup_high is not None:
+        # The 95 % bootstrap interval the verdict was judged on, not the raw spread.
+        low, high = f"{row.speedup_low:.2f}", f"{row.speedup_high:.2f}"
         text += f" ({low}–{high})" if low != high else ""
+    return text
+
+
+def fmt_memory(row: SummaryRow) -> str:
+    """'372 MiB' for the baseline, '520 MiB (+99)' for a config: the peak and its price."""
+    text = fmt_mib(row.median_peak_rss_bytes)
+    extra = row.memory_extra_bytes
+    if extra is not None and row.memory_kind == "RSS" and abs(extra) >= 2**20:
+        text += f" ({'+' if extra > 0 else '−'}{abs(extra) / 2**20:.0f})"
     return text
 
 
@@ -134,7 +144,7 @@ def summary_rows(document: CompareDocument) -> list[tuple[SummaryRow, list[str]]
             fmt_acceptance(row),
             fmt_identical(row),
             fmt_check(row),
-            fmt_mib(row.median_peak_rss_bytes),
+            fmt_memory(row),
             row.verdict,
         ]
         rows.append((row, cells))
@@ -193,10 +203,25 @@ def _header(document: CompareDocument) -> list[str]:
         f"({plan.reps} rounds, baseline first), with one uncounted warm-up per config.",
         f"- server: {document.restarts}",
         "- speedup: end to end (TTFT included), each run against the baseline's run of the "
-        "same prompt in the same round; the median of those ratios.",
+        "same prompt in the same round; the median of those ratios, with its 95 % bootstrap "
+        "interval. 'Faster' or 'slower' only when the interval clears the noise floor (the "
+        "baseline against itself, round to round"
+        + (f": ±{noise:.0%}" if (noise := _noise(document)) is not None else "")
+        + "); a keep needs 3 paired rounds.",
+        f"- memory budget: {plan.memory_budget.describe(gpu=_uses_gpu(document))} of extra "
+        "peak memory over the baseline (the price is always shown; only a config over it is "
+        "dropped for memory)",
         f"- status: {state}, {len(document.sessions)} session(s)",
         "",
     ]
+
+
+def _noise(document: CompareDocument) -> float | None:
+    return next((r.noise_floor for r in document.summary if r.noise_floor is not None), None)
+
+
+def _uses_gpu(document: CompareDocument) -> bool:
+    return any(r.peak_gpu_bytes is not None for r in document.runs)
 
 
 def to_markdown(document: CompareDocument) -> str:
@@ -228,7 +253,7 @@ def to_markdown(document: CompareDocument) -> str:
             fmt_acceptance(row),
             fmt_identical(row),
             fmt_check(row),
-            fmt_mib(row.median_peak_rss_bytes),
+            fmt_memory(row),
             f"**{row.verdict}**",
         ]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")

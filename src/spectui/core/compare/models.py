@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from spectui.core.compare.budget import MemoryBudget
 from spectui.core.compare.checkers import Checker
 from spectui.core.compare.textdiff import Divergence
 from spectui.core.llama.specconfig import SpecConfig
@@ -98,6 +99,11 @@ class ComparePlan(BaseModel):
     """One uncounted warm-up run (first prompt) at each config's first start."""
     sampling: Sampling = Sampling()
     """Sampling parameters of every run."""
+    memory_budget: MemoryBudget = MemoryBudget()
+    """Extra peak memory over the baseline a config may cost before it is dropped for it."""
+    active: tuple[tuple[str, ...], ...] | None = None
+    """Per round (1..reps), the config names that run in it (None: every config, every round).
+    `tune` races candidates: losers leave the schedule, the baseline stays in every round."""
 
     def config(self, name: str) -> CompareConfig:
         """The config called ``name``."""
@@ -116,12 +122,24 @@ class ComparePlan(BaseModel):
         """The baseline config."""
         return next(c for c in self.configs if c.is_baseline)
 
+    def runs_in(self, name: str, round_: int) -> bool:
+        """Whether config ``name`` runs in round ``round_`` (the baseline always does)."""
+        if self.active is None or round_ > len(self.active) or name == self.baseline.name:
+            return True
+        return name in self.active[round_ - 1]
+
+    def planned_rounds(self, name: str) -> int:
+        """How many counted rounds config ``name`` runs in."""
+        return sum(1 for round_ in range(1, self.reps + 1) if self.runs_in(name, round_))
+
     def jobs(self) -> list[CompareJob]:
         """The whole schedule in run order: round by round, each config's prompts together."""
         jobs: list[CompareJob] = []
         segment = 0
         for round_ in range(1, self.reps + 1):
             for config in self.configs:
+                if not self.runs_in(config.name, round_):
+                    continue
                 if round_ == 1 and self.warmup:
                     jobs.append(
                         CompareJob(
@@ -206,6 +224,10 @@ class RunRecord(BaseModel):
     """Highest RSS minus shared (mmap'd weights excluded) during the run."""
     peak_gpu_bytes: int | None = None
     """Highest GPU memory of the server (None without NVML)."""
+    client_cpu_percent: float | None = None
+    """spectui's own CPU during the run (100 = one core): what measuring cost."""
+    server_cpu_percent: float | None = None
+    """The server's CPU during the run."""
     stop_reason: str = ""
     """'limit', 'eos', 'word', ..."""
     text: str = ""
@@ -231,8 +253,9 @@ class RunRecord(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def check_passed(self) -> bool | None:
-        """Checker verdict (None without a checker)."""
-        return None if self.check_status is None else self.check_status == "passed"
+        """Checker verdict (None without a checker, or when it was skipped: not run is not
+        failed)."""
+        return None if self.check_status in (None, "skipped") else self.check_status == "passed"
 
 
 def round_name(run: CompareJob | RunRecord) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
@@ -152,7 +152,12 @@ class CompareRunner:
         outputs: Sequence[Path] = (),
         on_save: Callable[[CompareDocument], None] | None = None,
         trust_code: bool = False,
+        running: CompareConfig | None = None,
+        new_session: bool = True,
     ) -> None:
+        """``running``: the config ``engine``'s server already runs (a racing tune hands one
+        engine from round to round); ``new_session``: this invocation is a new session (False
+        for later rounds of the same one)."""
         self.engine = engine
         self.trust_code = trust_code
         """Whether the plan's Python checkers may run (else their checks are 'skipped')."""
@@ -169,15 +174,21 @@ class CompareRunner:
         self.jobs = self.plan.jobs()
         self.pending = [job for job in self.jobs if job.seq not in done]
         """Runs still to do, in schedule order."""
-        self._started = False
-        self._current: CompareConfig | None = None
+        self._started = running is not None
+        self._current: CompareConfig | None = running
         """The config the server runs now (None: stopped, failed or died)."""
-        self._last: CompareConfig | None = None
+        self._last: CompareConfig | None = running
         """The config of the latest start attempt."""
+        self._new_session = new_session
         self._died = False
         """The server died during the latest run."""
         self._broken: dict[str, str] = {}
         """Configs the server could not start with -> why (their runs are recorded as failed)."""
+
+    @property
+    def current(self) -> CompareConfig | None:
+        """The config the server runs now (None: none is running)."""
+        return self._current
 
     @property
     def total(self) -> int:
@@ -199,7 +210,7 @@ class CompareRunner:
             self._on_save(self.document)
         return self.document
 
-    async def run(self) -> AsyncIterator[CompareEvent]:
+    async def run(self) -> AsyncGenerator[CompareEvent, None]:
         """Run what is pending; events as it goes. Close the iterator to stop after a run.
 
         The output files stay locked meanwhile: a second comparison on them is refused.
@@ -212,7 +223,7 @@ class CompareRunner:
 
     async def _run_pending(self) -> AsyncIterator[CompareEvent]:
         yield CompareStarted(total=self.total, done=self.done)
-        if self.pending:
+        if self.pending and (self._new_session or not self.sessions):
             self.sessions.append(
                 CompareSessionInfo(started_at=datetime.now(UTC), first_seq=self.pending[0].seq)
             )
@@ -346,6 +357,8 @@ class CompareRunner:
             peak_rss_bytes=m.peak_rss_bytes,
             peak_rss_minus_shared_bytes=m.peak_rss_minus_shared_bytes,
             peak_gpu_bytes=m.peak_gpu_bytes,
+            client_cpu_percent=m.client_cpu_percent,
+            server_cpu_percent=m.server_cpu_percent,
             stop_reason=summary.stop_reason,
             text=summary.text,
             token_ends=token_ends(texts),

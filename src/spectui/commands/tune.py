@@ -1,0 +1,277 @@
+"""`spectui tune`: race this binary's spec configs on your prompts and keep what wins.
+
+Progress (a live leaderboard, the budget with an ETA) goes to stderr; the leaderboards, the
+winners' command lines, the knob curves and the hints go to stdout. The JSON document is
+rewritten atomically after every run (``--json``, else one in the state dir); ``--resume``
+continues it; ``--markdown`` writes the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import re
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from spectui.app_setup import compare_setup
+from spectui.commands.common import SAMPLING_FLAGS, add_sampling_flags
+from spectui.config import Settings, state_dir
+from spectui.core.errors import SpectuiError
+from spectui.lifecycle import run_guarded
+
+if TYPE_CHECKING:
+    from spectui.core.tune.models import TuneDocument
+
+DEFAULT_BUDGET_S = 600.0
+"""Ten minutes: round one of the full grid on the built-in prompts, and the finals, on a laptop."""
+
+
+class TuneUsageError(SpectuiError):
+    """Flags that do not make sense together."""
+
+    title = "Bad tune options"
+    exit_code = 2
+
+
+def parse_duration(text: str) -> float:
+    """'10m', '90s', '1h30m', '600' -> seconds (an argparse type)."""
+    match = re.fullmatch(
+        r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text
+    )
+    if not text.strip() or match is None or not any(match.groups()):
+        raise argparse.ArgumentTypeError(f"a duration is like 10m, 90s or 1h, not {text!r}")
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
+    total = hours * 3600 + minutes * 60 + seconds
+    if total <= 0:
+        raise argparse.ArgumentTypeError(f"the budget must be more than 0, not {text!r}")
+    return total
+
+
+def add_tune_parser(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    launch_options: Callable[[argparse.ArgumentParser], None],
+) -> None:
+    """Register `spectui tune` (``launch_options``: the shared --model/--server-bin/... group)."""
+    tune = commands.add_parser(
+        "tune",
+        help="search this binary's spec configs for the one that wins on your prompts",
+        argument_default=argparse.SUPPRESS,
+    )
+    launch_options(tune)
+    add_sampling_flags(tune.add_argument_group("generation (the same for every run)"))
+    group = tune.add_argument_group("tune")
+    group.add_argument(
+        "--prompts", metavar="SET", help="'builtin' (default), 'builtin:KEY,KEY', or a prompt file"
+    )
+    group.add_argument(
+        "--types",
+        metavar="T,T",
+        help="only these spec types (default: every type this binary lists that can run here)",
+    )
+    group.add_argument(
+        "--grid",
+        choices=["full", "defaults"],
+        help="'full' (default): each type's main knobs around their defaults; 'defaults': each "
+        "type once, as --help sets it",
+    )
+    group.add_argument(
+        "--budget",
+        type=parse_duration,
+        metavar="TIME",
+        help="wall-clock budget, e.g. 10m (default), 90s, 1h; with --resume: the new total",
+    )
+    group.add_argument(
+        "--memory-budget",
+        dest="memory_budget",
+        metavar="SIZE|PCT",
+        help="extra peak memory a config may cost before it is dropped: 512MiB or 10%% "
+        "(default 10%% of RAM, or of VRAM where the server uses a GPU)",
+    )
+    group.add_argument("--json", type=Path, dest="json_out", metavar="FILE", help="results file")
+    group.add_argument(
+        "--markdown", type=Path, dest="markdown_out", metavar="FILE", help="report as Markdown"
+    )
+    group.add_argument("--resume", type=Path, metavar="FILE", help="continue a tune")
+    group.add_argument(
+        "--trust-checkers",
+        action="store_true",
+        dest="trust_checkers",
+        help="with --resume: run the file's python checkers",
+    )
+    group.add_argument("--no-chart", action="store_true", dest="no_chart", help="skip the curves")
+    group.add_argument(
+        "--tui", action="store_true", help="show the leaderboard filling in, in the TUI"
+    )
+
+
+_PLAN_FLAGS = {
+    "prompts": "--prompts",
+    "types": "--types",
+    "grid": "--grid",
+    "memory_budget": "--memory-budget",
+    **SAMPLING_FLAGS,
+    "ctx_size": "--ctx-size",
+    "draft_model": "--draft-model",
+}
+_REFUSED = {
+    "spec_type": "--spec-type: tune searches the types (narrow them with --types)",
+    "draft_n_max": "--spec-draft-n-max: tune searches it",
+    "draft_n_min": "--spec-draft-n-min: tune searches it",
+    "url": "--url: tune launches its own llama-server (it restarts it per config)",
+}
+
+
+def _default_output() -> Path:
+    return state_dir() / "tune" / f"tune-{datetime.now():%Y%m%d-%H%M%S}.json"
+
+
+def load_tune(path: Path) -> TuneDocument:
+    """A tune results file; one clear line when it is not one."""
+    from pydantic import ValidationError
+
+    from spectui.core.compare.store import ResultFileError
+    from spectui.core.errors import read_bytes
+    from spectui.core.tune.models import TuneDocument
+
+    raw = read_bytes(path, "tune file", ResultFileError)
+    try:
+        return TuneDocument.model_validate_json(raw)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "document"
+        raise ResultFileError(
+            f"{path} is not a spectui tune file ({where}: {first['msg']})"
+        ) from None
+
+
+def _new(settings: Settings, args: argparse.Namespace) -> tuple[TuneDocument, object]:
+    from spectui.core.compare.budget import resolve_budget
+    from spectui.core.compare.prompt_files import load_prompts
+    from spectui.core.tune.setup import new_tune
+
+    budget = resolve_budget(getattr(args, "memory_budget", None))  # a bad one: before any start
+    setup = compare_setup(settings)
+    types_text: str | None = getattr(args, "types", None)
+    types = [t.strip() for t in types_text.split(",") if t.strip()] if types_text else None
+    document = new_tune(
+        setup,
+        prompts=load_prompts(
+            getattr(args, "prompts", None) or "builtin", settings.sampling.n_predict
+        ),
+        sampling=settings.sampling,
+        budget=budget,
+        budget_s=getattr(args, "budget", None) or DEFAULT_BUDGET_S,
+        types=types,
+        draft_model=settings.draft_model,
+        defaults_only=getattr(args, "grid", None) == "defaults",
+    )
+    return document, setup
+
+
+def _resumed(
+    settings: Settings, args: argparse.Namespace, path: Path
+) -> tuple[TuneDocument, object]:
+    from spectui.core.compare.store import check_same_setup
+    from spectui.core.tune.report import refreshed
+
+    given = [name for key, name in _PLAN_FLAGS.items() if getattr(args, key, None) is not None]
+    if given:
+        raise TuneUsageError(
+            f"--resume continues {path} as it was planned: drop {', '.join(given)}"
+        )
+    document = load_tune(path)
+    compare = document.compare
+    setup = compare_setup(
+        settings,
+        binary=Path(compare.binary.path),
+        model=settings.model or Path(compare.model.path),
+        server=compare.server,
+    )
+    check_same_setup(compare, setup.binary_info, setup.model_info)
+    if getattr(args, "budget", None) is not None:
+        document = document.model_copy(update={"budget_s": float(args.budget)})
+    # Findings are recomputed from the runs, so a file always reads under this version's rule.
+    fresh = compare.updated(compare.runs, compare.server_starts, compare.sessions)
+    return refreshed(document.model_copy(update={"compare": fresh})), setup
+
+
+async def _tune(settings: Settings, args: argparse.Namespace) -> int:
+    from spectui.commands.tune_view import TuneView, print_final
+    from spectui.core.compare.setup import CompareSetup
+    from spectui.core.tune.export import to_markdown
+    from spectui.core.tune.runner import TuneRunner
+
+    for flag, why in _REFUSED.items():
+        if getattr(args, flag, None) is not None:
+            raise TuneUsageError(f"tune does not take {why}")
+    resume: Path | None = getattr(args, "resume", None)
+    document, raw_setup = _resumed(settings, args, resume) if resume else _new(settings, args)
+    assert isinstance(raw_setup, CompareSetup)
+    setup = raw_setup
+    if resume is not None and document.complete:
+        print(f"spectui: {resume} is already complete; showing its results", file=sys.stderr)
+    json_out: Path | None = getattr(args, "json_out", None)
+    outputs = [resume] if resume is not None else [json_out or _default_output()]
+    if json_out is not None and json_out not in outputs:
+        outputs.append(json_out)
+    markdown: Path | None = getattr(args, "markdown_out", None)
+
+    def exports(doc: TuneDocument) -> None:
+        from spectui.core.compare.store import write_atomic
+
+        if markdown is not None:
+            write_atomic(markdown, to_markdown(doc))
+
+    first = document.compare.plan.configs[0]
+    engine = setup.engine(first.spec)
+    runner = TuneRunner(
+        engine,
+        document,
+        outputs=outputs,
+        on_save=exports,
+        trust_code=resume is None or bool(getattr(args, "trust_checkers", False)),
+    )
+    print(
+        f"spectui: results in {outputs[0]} (to continue: spectui tune --resume {outputs[0]})",
+        file=sys.stderr,
+    )
+
+    async def body() -> int:
+        if document.complete:
+            print_final(document, chart=not getattr(args, "no_chart", False))
+            return 0
+        with TuneView(runner) as view:
+            async for event in runner.run():
+                view.update(event)
+        print_final(runner.document, chart=not getattr(args, "no_chart", False))
+        return 0
+
+    try:
+        if getattr(args, "tui", False):
+            from spectui.ui.tune_app import run_tune_tui
+
+            code = await run_tune_tui(engine, settings, runner)
+            print_final(runner.document, chart=False)  # what the screen showed, kept
+            return code
+        return await run_guarded(engine, body())
+    finally:
+        final = runner.document
+        if not final.complete:
+            with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
+                why = "the budget ran out" if final.stopped == "budget" else "stopped"
+                print(
+                    f"spectui: {why} after {final.elapsed_s:.0f} s; what is settled is in "
+                    f"{outputs[0]}; continue with: spectui tune --resume {outputs[0]} "
+                    "[--budget MORE]",
+                    file=sys.stderr,
+                )
+
+
+def run_tune(settings: Settings, args: argparse.Namespace) -> int:
+    """Run `spectui tune`; returns the exit status."""
+    return asyncio.run(_tune(settings, args))

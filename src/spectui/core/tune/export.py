@@ -1,0 +1,152 @@
+"""Views of a tune document: leaderboard cells (shared by the terminal and Markdown) and the
+Markdown report."""
+
+from __future__ import annotations
+
+from spectui.core.compare.budget import fmt_bytes
+from spectui.core.compare.stats import TOO_NOISY
+from spectui.core.tune.models import CandidateResult, PromptResult, TuneDocument
+
+LEADERBOARD_COLUMNS = (
+    "config",
+    "speedup (95% CI)",
+    "TTFT",
+    "memory",
+    "acceptance",
+    "len",
+    "rounds",
+    "verdict",
+)
+"""Columns of a leaderboard, in the terminal and in Markdown."""
+
+
+def fmt_speedup(result: PromptResult) -> str:
+    """'2.20x (1.98–2.41)'."""
+    if result.speedup is None:
+        return "–"
+    text = f"{result.speedup:.2f}x"
+    if result.low is not None and result.high is not None and result.rounds > 1:
+        text += f" ({result.low:.2f}–{result.high:.2f})"
+    return text
+
+
+def fmt_ttft(result: PromptResult) -> str:
+    """'+12%' slower first token, '−5%' faster."""
+    if result.ttft_ratio is None:
+        return "–"
+    change = result.ttft_ratio - 1
+    return f"{'+' if change >= 0 else '−'}{abs(change):.0%}"
+
+
+def fmt_price(result: PromptResult) -> str:
+    """'+99 MiB'."""
+    extra = result.memory_extra_bytes
+    if extra is None:
+        return "–"
+    return f"{'+' if extra >= 0 else '−'}{fmt_bytes(abs(extra))}"
+
+
+def leaderboard(
+    document: TuneDocument, prompt: str | None
+) -> list[tuple[CandidateResult, list[str]]]:
+    """The candidates ranked on ``prompt`` (None: overall), with their cells, best first.
+
+    Keeps first, then candidates still in the race, then those it left out, then drops and
+    failures; by speedup within each.
+    """
+    order = {"keep": 0, "inconclusive": 1, "pending": 1, "drop": 3, "failed": 4}
+    rows = []
+    for c in document.candidates:
+        result = c.overall if prompt is None else c.results.get(prompt)
+        if result is None or (result.speedup is None and result.verdict != "failed"):
+            continue
+        verdict = result.verdict + (" · net loss" if result.net_loss else "")
+        if c.out_after is not None and result.verdict in ("inconclusive", "pending"):
+            tie = "a tie · " if result.reason.startswith("a tie") else ""
+            verdict = f"{tie}out after round {c.out_after}"
+        cells = [
+            c.label,
+            fmt_speedup(result),
+            fmt_ttft(result),
+            fmt_price(result),
+            "–" if result.acceptance is None else f"{result.acceptance:.0%}",
+            "–"
+            if result.mean_acceptance_length is None
+            else f"{result.mean_acceptance_length:.1f}",
+            str(result.rounds),
+            verdict,
+        ]
+        rank = order.get(result.verdict, 5)
+        if c.out_after is not None and rank == 1:
+            rank = 2  # left out of the race: below those still in it
+        rows.append((rank, -(result.speedup or 0.0), c, cells))
+    rows.sort(key=lambda r: (r[0], r[1]))
+    return [(c, cells) for _, _, c, cells in rows]
+
+
+def noise_line(document: TuneDocument) -> str | None:
+    """'noise floor ±3% (the baseline against itself, round to round)', once measured."""
+    noise = max((r.noise_floor for r in document.compare.summary if r.noise_floor), default=None)
+    if noise is None:
+        return None
+    text = f"noise floor ±{noise:.0%} (the baseline against itself, round to round)"
+    return text + (": too noisy to call anything" if noise > TOO_NOISY else "")
+
+
+def status_line(document: TuneDocument) -> str:
+    """'finished in 412 s of a 600 s budget' / 'budget spent (600 s): ...'."""
+    used = f"{document.elapsed_s:.0f} s of a {document.budget_s:.0f} s budget"
+    if document.complete:
+        return f"race finished: {used}"
+    if document.stopped == "budget":
+        return f"budget spent: {used}; not everything is settled"
+    if document.stopped == "interrupted":
+        return f"interrupted after {used}; --resume continues"
+    return f"running: {used}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(document: TuneDocument) -> str:
+    """The report: status, winners with their command lines, leaderboards, curves, hints."""
+    compare = document.compare
+    plan = compare.plan
+    lines = [
+        "# spectui tune",
+        "",
+        f"- binary: `{compare.binary.path}` ({compare.binary.version or 'unknown version'})",
+        f"- model: `{compare.model.path}`",
+        f"- {status_line(document)}; {plan.reps} round(s), {len(compare.runs)} runs",
+        f"- memory budget: {plan.memory_budget.describe(gpu=False)}",
+        f"- {noise_line(document) or 'noise floor: not measured yet'}",
+        "- rule: a keep is faster beyond the noise floor (95 % bootstrap interval of paired "
+        "speedups), in at least 3 rounds, with the same answers and within the memory budget",
+        "",
+        "## Winners",
+        "",
+    ]
+    for key, winner in document.winners.items():
+        if winner is None:
+            lines.append(f"- `{key}`: nothing beats the baseline")
+        else:
+            lines.append(f"- `{key}`: **{winner.config}** {winner.speedup or 0:.2f}x")
+            lines += ["", "  ```sh", "  " + " ".join(winner.args), "  ```", ""]
+    lines += ["", "## Settled", ""] + [f"- {line}" for line in document.settled]
+    for prompt in [None, *(p.key for p in plan.prompts)]:
+        lines += ["", f"## Leaderboard: {prompt or 'overall'}", ""]
+        lines.append("| " + " | ".join(LEADERBOARD_COLUMNS) + " |")
+        lines.append("|" + "---|" * len(LEADERBOARD_COLUMNS))
+        for _, cells in leaderboard(document, prompt):
+            lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    if document.curves:
+        lines += ["", "## Knob curves (best overall speedup at each value)", ""]
+        for curve in document.curves:
+            points = ", ".join(f"{p.value:g}: {p.speedup:.2f}x" for p in curve.points)
+            lines.append(f"- {curve.type} `{curve.knob}`: {points}")
+    if document.hints:
+        lines += ["", "## Hints", ""] + [f"- {h}" for h in document.hints]
+    if document.skipped:
+        lines += ["", "## Skipped", ""] + [f"- {s.type}: {s.reason}" for s in document.skipped]
+    return "\n".join(lines) + "\n"

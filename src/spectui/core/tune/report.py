@@ -1,0 +1,291 @@
+"""From a tune's runs to its findings: per-candidate results, winners, curves, hints, what is
+settled. Everything here is recomputed from the embedded compare document after every run."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from spectui.core.compare.models import ComparePlan, RunRecord
+from spectui.core.compare.stats import bootstrap_interval
+from spectui.core.compare.verdict import MIN_KEEP_ROUNDS, SummaryRow, paired_speedups
+from spectui.core.tune.models import (
+    CandidateResult,
+    Curve,
+    CurvePoint,
+    PromptResult,
+    TuneDocument,
+    Winner,
+)
+from spectui.core.tune.space import Candidate
+
+ACCEPT_HINT = 0.2
+"""Positions accepting less often than this are draft length spent for little."""
+DRAFT_LENGTH_FLAG = {
+    "ngram-mod": "--spec-ngram-mod-n-max",
+    "ngram-simple": "--spec-ngram-simple-size-m",
+    "ngram-map-k": "--spec-ngram-map-k-size-m",
+    "ngram-map-k4v": "--spec-ngram-map-k4v-size-m",
+}
+"""The flag that caps the draft length, per type (draft-* types: --spec-draft-n-max)."""
+
+
+def _result(row: SummaryRow) -> PromptResult:
+    return PromptResult(
+        speedup=row.speedup_vs_baseline,
+        low=row.speedup_low,
+        high=row.speedup_high,
+        rounds=row.pairs,
+        verdict=row.verdict,
+        reason=row.reason,
+        ttft_ratio=row.ttft_ratio_vs_baseline,
+        peak_rss_bytes=row.median_peak_rss_bytes,
+        memory_extra_bytes=row.memory_extra_bytes,
+        acceptance=row.median_acceptance,
+        mean_acceptance_length=row.median_mean_acceptance_length,
+        net_loss=row.speed_call == "slower",
+    )
+
+
+def overall_result(
+    plan: ComparePlan, records: Sequence[RunRecord], rows: list[SummaryRow], config: str
+) -> PromptResult:
+    """Every prompt's paired speedups pooled: one call for the whole prompt set.
+
+    A fault on any prompt (changed answer, failed checker, failed runs, over the memory
+    budget) drops it overall; otherwise the pooled interval against the noise floor decides.
+    """
+    mine = [r for r in rows if r.config == config]
+    values = paired_speedups(plan, records, config)
+    if not mine or not values:
+        return PromptResult()
+    interval = bootstrap_interval(values)
+    low, high = interval if interval else (None, None)
+    median = statistics.median(values)
+    noise = next((r.noise_floor for r in mine if r.noise_floor is not None), None)
+    rounds = min(r.pairs for r in mine)
+    faults = [r for r in mine if r.verdict in ("drop", "failed") and r.speed_call != "slower"]
+    losses = [r.prompt for r in mine if r.speed_call == "slower"]
+    text = f"{median:.2f}x over {len(values)} paired runs"
+    if low is not None and high is not None:
+        text += f" ({low:.2f}–{high:.2f})"
+    if faults:
+        verdict, reason = "drop", f"on {faults[0].prompt}: {faults[0].reason}"
+    elif any(r.verdict == "pending" for r in mine):
+        verdict, reason = "pending", "runs still to come"
+    elif noise is not None and low is not None and low > 1 + noise:
+        verdict = "keep" if rounds >= MIN_KEEP_ROUNDS else "inconclusive"
+        reason = f"{text}, faster beyond the noise (±{noise:.0%})"
+        if rounds < MIN_KEEP_ROUNDS:
+            reason += f"; a keep needs {MIN_KEEP_ROUNDS} rounds on every prompt"
+    elif noise is not None and high is not None and high < 1 / (1 + noise):
+        verdict, reason = "drop", f"{text}, slower beyond the noise (±{noise:.0%})"
+    else:
+        verdict, reason = "inconclusive", f"{text}, not clear of the noise"
+    if losses and verdict != "drop":
+        reason += f"; net loss on {', '.join(losses)}"
+    return PromptResult(
+        speedup=median,
+        low=low,
+        high=high,
+        rounds=rounds,
+        verdict=verdict,
+        reason=reason,
+        peak_rss_bytes=_median([r.median_peak_rss_bytes for r in mine]),
+        memory_extra_bytes=_median([r.memory_extra_bytes for r in mine]),
+        acceptance=_median([r.median_acceptance for r in mine]),
+        mean_acceptance_length=_median([r.median_mean_acceptance_length for r in mine]),
+        ttft_ratio=_median([r.ttft_ratio_vs_baseline for r in mine]),
+        net_loss=verdict == "drop" and bool(losses) and not faults,
+    )
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def candidate_results(
+    plan: ComparePlan,
+    records: Sequence[RunRecord],
+    rows: list[SummaryRow],
+    space: Sequence[Candidate],
+) -> list[CandidateResult]:
+    """Each candidate's results (space order), with when the race left it out."""
+    by_text = {c.text: c for c in space}
+    rounds_of = _rounds(plan)
+    out = []
+    for config in plan.configs:
+        if config.is_baseline:
+            continue
+        point = by_text.get(config.name)
+        ran = rounds_of.get(config.name, [])
+        out.append(
+            CandidateResult(
+                config=config.name,
+                label=point.label if point else config.label,
+                type=point.type if point else config.spec.types[0],
+                knobs=dict(point.knobs) if point else {},
+                args=list(config.args),
+                rounds=len(ran),
+                out_after=max(ran) if ran and max(ran) < plan.reps else None,
+                results={r.prompt: _result(r) for r in rows if r.config == config.name},
+                overall=overall_result(plan, records, rows, config.name),
+            )
+        )
+    return out
+
+
+def _rounds(plan: ComparePlan) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for config in plan.configs:
+        out[config.name] = [r for r in range(1, plan.reps + 1) if plan.runs_in(config.name, r)]
+    return out
+
+
+def winners(
+    results: Sequence[CandidateResult], prompts: Sequence[str], launch: Sequence[str]
+) -> dict[str, Winner | None]:
+    """Per prompt and 'overall': the kept candidate with the best speedup, or None."""
+    out: dict[str, Winner | None] = {}
+    for key in [*prompts, "overall"]:
+        kept = [
+            (c, res)
+            for c in results
+            if (res := c.overall if key == "overall" else c.results.get(key)) is not None
+            and res.verdict == "keep"
+        ]
+        best = max(kept, key=lambda pair: pair[1].speedup or 0.0, default=None)
+        out[key] = (
+            None
+            if best is None
+            else Winner(
+                config=best[0].config,
+                args=[*launch, *best[0].args],
+                speedup=best[1].speedup,
+                verdict=best[1].verdict,
+            )
+        )
+    return out
+
+
+def curves(results: Sequence[CandidateResult]) -> list[Curve]:
+    """Per type and knob: the best overall speedup seen at each value."""
+    out = []
+    for type_ in dict.fromkeys(c.type for c in results):
+        mine = [c for c in results if c.type == type_ and c.overall.speedup is not None]
+        for knob in dict.fromkeys(k for c in mine for k in c.knobs):
+            best: dict[float, CandidateResult] = {}
+            for c in mine:
+                value = c.knobs[knob]
+                if value not in best or (c.overall.speedup or 0) > (
+                    best[value].overall.speedup or 0
+                ):
+                    best[value] = c
+            if len(best) > 1:
+                points = [
+                    CurvePoint(
+                        value=v, speedup=best[v].overall.speedup or 0.0, config=best[v].config
+                    )
+                    for v in sorted(best)
+                ]
+                out.append(Curve(type=type_, knob=knob, points=points))
+    return out
+
+
+def acceptance_hint(
+    records: Sequence[RunRecord], winner: CandidateResult, prompt: str | None = None
+) -> str | None:
+    """'positions 5+ accept under 20 % of the time: --spec-draft-n-max 4 keeps the win'."""
+    runs = [
+        r
+        for r in records
+        if r.config == winner.config
+        and r.ok
+        and not r.warmup
+        and (prompt is None or r.prompt == prompt)
+    ]
+    steps = sum(r.steps for r in runs)
+    if not steps:
+        return None
+    width = max((len(r.accepted_per_position) for r in runs), default=0)
+    totals = [
+        sum(r.accepted_per_position[i] for r in runs if i < len(r.accepted_per_position))
+        for i in range(width)
+    ]
+    rates = [t / steps for t in totals]
+    cut = next((i for i, rate in enumerate(rates) if rate < ACCEPT_HINT), None)
+    if cut is None or cut == 0:
+        return None
+    flag = DRAFT_LENGTH_FLAG.get(winner.type, "--spec-draft-n-max")
+    where = f" on {prompt}" if prompt else ""
+    return (
+        f"{winner.label}{where}: positions {cut + 1}+ accept under {ACCEPT_HINT:.0%} of the time: "
+        f"{flag} {cut} keeps the win"
+    )
+
+
+def settled_lines(plan: ComparePlan, rows: list[SummaryRow], complete: bool) -> list[str]:
+    """Per prompt: the winner if settled, else what is still open."""
+    lines = []
+    for prompt in plan.prompts:
+        mine = [r for r in rows if r.prompt == prompt.key and r.config != plan.baseline.name]
+        kept = sorted(
+            (r for r in mine if r.verdict == "keep"), key=lambda r: -(r.speedup_vs_baseline or 0)
+        )
+        # A candidate the race left out earlier is decided (it lost), not open.
+        open_ = [
+            r
+            for r in mine
+            if r.verdict in ("inconclusive", "pending")
+            and r.speed_call != "tie"
+            and plan.runs_in(r.config, plan.reps)
+        ]
+        label = plan.label
+        names = ", ".join(label(r.config) for r in open_[:3])
+        names += f" and {len(open_) - 3} more" if len(open_) > 3 else ""
+        if kept:
+            best = kept[0]
+            text = f"{prompt.key}: {label(best.config)} keeps {best.speedup_vs_baseline:.2f}x"
+        elif open_:
+            text = f"{prompt.key}: no keeper yet"
+        else:
+            text = f"{prompt.key}: nothing beats the baseline"
+        if not open_:
+            text += " — settled"
+        elif complete:
+            text += f" — left unsettled after {plan.reps} rounds: {names}"
+        else:
+            text += f" — not settled: {names}"
+        lines.append(text)
+    return lines
+
+
+def refreshed(document: TuneDocument) -> TuneDocument:
+    """``document`` with every finding recomputed from its compare document."""
+    compare = document.compare
+    plan = compare.plan
+    rows = compare.summary
+    results = candidate_results(plan, compare.runs, rows, document.space)
+    prompts = [p.key for p in plan.prompts]
+    won = winners(results, prompts, document.launch)
+    by_config = {c.config: c for c in results}
+    hints = []
+    for key, winner in won.items():
+        if winner is not None and (c := by_config.get(winner.config)) is not None:
+            hint = acceptance_hint(compare.runs, c, None if key == "overall" else key)
+            if hint and hint not in hints:
+                hints.append(hint)
+    for c in results:
+        losses = [p for p, res in c.results.items() if res.net_loss]
+        if losses and c.overall.verdict != "drop":
+            hints.append(f"{c.label}: net loss on {', '.join(losses)}")
+    return document.model_copy(
+        update={
+            "candidates": results,
+            "winners": won,
+            "curves": curves(results),
+            "hints": hints,
+            "settled": settled_lines(plan, rows, document.complete),
+        }
+    )

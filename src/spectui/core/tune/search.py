@@ -1,0 +1,96 @@
+"""Racing: every candidate runs once per prompt; clear losers leave; survivors get more rounds.
+
+This is successive halving under the compare fairness rules: one binary, model, ctx, sampling
+and seed; one server at a time; a warm-up at each config's first start; the baseline ``none`` in
+every round; answers checked. Each round is a round of one growing compare plan (`ComparePlan.
+active` says who runs in it), run by `CompareRunner`, each candidate's prompts on one server start.
+
+After each round:
+
+- a candidate that failed, changed an answer or failed a checker on any prompt is out;
+- per prompt, candidates dropped there (slower beyond the noise, or over the memory budget) are
+  out of that prompt's race; the rest are ranked by median paired speedup and, while more than
+  `FINALISTS` remain, only the better half (at least `FINALISTS`) goes on;
+- finalists run until the decision rule settles them (keep, drop, or a tie) or `MAX_ROUNDS`.
+
+A candidate stays in while it is in any prompt's race. The grid is small (a few dozen points:
+each type's main knobs around their defaults), so racing every point costs less than a model-based
+sampler's warm-up would; a space much larger than this would want one (e.g. Optuna's TPE).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from spectui.core.compare.models import ComparePlan
+from spectui.core.compare.verdict import SummaryRow
+
+ETA = 2
+"""Each halving keeps 1/ETA of a prompt's race."""
+FINALISTS = 2
+"""Halving stops at this many per prompt; they run until settled."""
+MAX_ROUNDS = 6
+"""No candidate runs more rounds than this: past it, what is unsettled is reported so."""
+
+
+def last_active(plan: ComparePlan) -> tuple[str, ...]:
+    """The candidates (baseline excluded) that ran in the plan's last round."""
+    names = tuple(c.name for c in plan.configs if not c.is_baseline)
+    if plan.active is None or len(plan.active) < plan.reps:
+        return names
+    return tuple(n for n in names if n in plan.active[plan.reps - 1])
+
+
+def _faulty(row: SummaryRow) -> bool:
+    """Failed runs, a changed answer or a failed checker: not a speed question."""
+    return (
+        row.verdict == "failed"
+        or (row.verdict == "drop" and row.speed_call != "slower" and not _over_budget(row))
+        or row.compared > row.identical
+    )
+
+
+def _over_budget(row: SummaryRow) -> bool:
+    extra, budget = row.memory_extra_bytes, row.memory_budget_bytes
+    return extra is not None and budget is not None and extra > budget
+
+
+def _settled(row: SummaryRow) -> bool:
+    return row.verdict in ("keep", "drop", "failed") or row.speed_call == "tie"
+
+
+def prompt_race(names: Sequence[str], rows: dict[str, SummaryRow]) -> list[str]:
+    """Who stays in one prompt's race after a round (``rows``: each candidate's row there)."""
+    alive = [n for n in names if rows[n].verdict not in ("drop", "failed")]
+    ranked = sorted(alive, key=lambda n: -(rows[n].speedup_vs_baseline or 0.0))
+    if len(ranked) > FINALISTS:
+        return ranked[: max(FINALISTS, math.ceil(len(ranked) / ETA))]
+    return [n for n in ranked if not _settled(rows[n])]
+
+
+def next_round(plan: ComparePlan, rows: Sequence[SummaryRow]) -> tuple[str, ...] | None:
+    """The candidates of the next round, or None when the race is over."""
+    if plan.reps >= MAX_ROUNDS:
+        return None
+    names = last_active(plan)
+    by = {(r.config, r.prompt): r for r in rows}
+    names = tuple(
+        n
+        for n in names
+        if not any(_faulty(by[(n, p.key)]) for p in plan.prompts if (n, p.key) in by)
+    )
+    keep: set[str] = set()
+    for prompt in plan.prompts:
+        race = [n for n in names if (n, prompt.key) in by]
+        keep.update(prompt_race(race, {n: by[(n, prompt.key)] for n in race}))
+    chosen = tuple(n for n in names if n in keep)
+    return chosen or None
+
+
+def extended(plan: ComparePlan, active: tuple[str, ...]) -> ComparePlan:
+    """``plan`` with one more round, run by ``active`` (and the baseline)."""
+    before = plan.active or tuple(
+        tuple(c.name for c in plan.configs if not c.is_baseline) for _ in range(plan.reps)
+    )
+    return plan.model_copy(update={"reps": plan.reps + 1, "active": (*before, active)})

@@ -1,0 +1,219 @@
+"""The search space: every spec type this binary lists that can run here, with its main knobs.
+
+Types come from the binary's ``--help`` (`Capabilities`), narrowed by what was given: draft types
+need a draft model, ``draft-mtp`` a model with MTP layers, eagle3/dflash/dspark a drafter of
+their kind (`specconfig.type_problem`). Each knob's values are set around its ``--help`` default
+(the default is always one of them), so a new build's new defaults move the grid with it.
+What is left out is listed with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import product
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from spectui.core.llama.binary import Capabilities
+from spectui.core.llama.specconfig import SPEC_TYPE_INFO, type_problem
+
+
+class Skipped(BaseModel):
+    """A spec type the search leaves out, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    """The spec type."""
+    reason: str
+    """Why, in one line."""
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One ``--spec-*`` flag the search varies, and how its values follow the help's default."""
+
+    flag: str
+    """The llama-server flag."""
+    values: tuple[float, ...]
+    """Values to try besides the default."""
+    fallback: float
+    """The default when ``--help`` states none."""
+    integer: bool = True
+    """Whole numbers (else a probability)."""
+
+
+_DRAFT = (
+    Knob("--spec-draft-n-max", (2, 4, 8, 16), 3),
+    Knob("--spec-draft-p-min", (0.75,), 0.0, False),
+)
+_NGRAM_SIZES = {
+    kind: (
+        Knob(f"--spec-{kind}-size-n", (4, 8), 12),
+        Knob(f"--spec-{kind}-size-m", (16,), 48),
+    )
+    for kind in ("ngram-simple", "ngram-map-k", "ngram-map-k4v")
+}
+KNOBS: dict[str, tuple[Knob, ...]] = {
+    "draft-simple": _DRAFT,
+    "draft-eagle3": _DRAFT[:1],
+    "draft-mtp": _DRAFT[:1],
+    "draft-dflash": _DRAFT[:1],
+    "draft-dspark": _DRAFT[:1],
+    **_NGRAM_SIZES,
+    "ngram-mod": (
+        Knob("--spec-ngram-mod-n-match", (12,), 24),
+        Knob("--spec-ngram-mod-n-max", (16, 32), 64),
+    ),
+    "ngram-cache": (),
+}
+"""The main knobs of each type (a type missing here runs with its defaults only)."""
+
+N_MIN_FLAGS = {"--spec-ngram-mod-n-max": "--spec-ngram-mod-n-min"}
+"""A maximum whose minimum must not exceed it: the minimum follows it down when it would."""
+
+_DEFAULT = re.compile(r"\(default:\s*([^)]*)\)")
+
+
+def help_defaults(help_text: str) -> dict[str, str]:
+    """Each flag's '(default: X)' from ``--help`` text, under every name of its entry."""
+    out: dict[str, str] = {}
+    names: list[str] = []
+    text: list[str] = []
+
+    def flush() -> None:
+        if names and (match := _DEFAULT.search(" ".join(text))):
+            out.update(dict.fromkeys(names, match.group(1).strip()))
+
+    for line in help_text.splitlines():
+        if line.startswith("-") and not line.startswith("---"):
+            flush()
+            head = re.split(r"\s{2,}", line, maxsplit=1)
+            names = re.findall(r"--?[A-Za-z0-9][\w.+-]*", head[0].split(" ")[0] + " " + head[0])
+            text = [head[1]] if len(head) > 1 else []
+        elif line[:1].isspace():
+            text.append(line.strip())
+        else:
+            flush()
+            names, text = [], []
+    flush()
+    return out
+
+
+def _number(text: str | None, fallback: float, integer: bool) -> float:
+    try:
+        return int(text) if integer and text is not None else float(text or fallback)
+    except ValueError:
+        return fallback
+
+
+def _fmt(value: float, integer: bool) -> str:
+    return str(int(value)) if integer else f"{value:g}"
+
+
+class Candidate(BaseModel):
+    """One point of the space: a spec type and its knob values."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    """The spec type."""
+    knobs: dict[str, float]
+    """Knob flag -> value, every varied knob (defaults included)."""
+    text: str
+    """The config as `compare --config` reads it (non-default knobs only)."""
+
+    @property
+    def label(self) -> str:
+        """'ngram-mod (n-match 12, n-max 16)': the type and the knobs moved off their default."""
+        tokens = self.text.split()[1:]
+        moved = []
+        for flag, value in zip(tokens[::2], tokens[1::2], strict=False):
+            name = flag.removeprefix("--spec-").removeprefix(f"{self.type}-")
+            moved.append(f"{name.removeprefix('draft-')} {value}")
+        return f"{self.type} ({', '.join(moved)})" if moved else self.type
+
+
+def knob_values(type_: str, caps: Capabilities, defaults: dict[str, str]) -> dict[str, list[float]]:
+    """Each knob of ``type_`` that this binary lists -> its values (the default first)."""
+    out: dict[str, list[float]] = {}
+    for knob in KNOBS.get(type_, ()):
+        if knob.flag not in caps.spec_flags:
+            continue
+        default = _number(defaults.get(knob.flag), knob.fallback, knob.integer)
+        out[knob.flag] = [default, *sorted({v for v in knob.values if v != default})]
+    return out
+
+
+def candidates_of(type_: str, caps: Capabilities, defaults: dict[str, str]) -> list[Candidate]:
+    """The grid of ``type_``: every combination of its knobs' values, the defaults first."""
+    grid = knob_values(type_, caps, defaults)
+    out = []
+    for combo in product(*grid.values()):
+        knobs = dict(zip(grid, combo, strict=True))
+        parts = [type_]
+        for (flag, value), values in zip(knobs.items(), grid.values(), strict=True):
+            integer = next(k.integer for k in KNOBS[type_] if k.flag == flag)
+            if value != values[0]:
+                parts += [flag, _fmt(value, integer)]
+            minimum = N_MIN_FLAGS.get(flag)
+            floor = _number(defaults.get(minimum or ""), 0, True) if minimum else 0
+            if minimum and minimum in caps.spec_flags and floor > value:
+                parts += [minimum, _fmt(value, True)]  # a minimum above the maximum is refused
+        out.append(Candidate(type=type_, knobs=knobs, text=" ".join(parts)))
+    return out
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What the GGUF headers say about what can run."""
+
+    draft_model: Path | None = None
+    """The draft model given, if any."""
+    draft_architecture: str | None = None
+    """Its ``general.architecture``."""
+    mtp_layers: int | None = None
+    """The target model's MTP layers (None: unknown)."""
+
+
+def build_space(
+    caps: Capabilities,
+    help_text: str,
+    facts: ModelFacts,
+    types: Sequence[str] | None = None,
+) -> tuple[list[Candidate], list[Skipped]]:
+    """The candidates to race (baseline excluded) and the types left out, with reasons.
+
+    ``types``: only these (each must be listed by the binary, else it is skipped with that
+    reason).
+    """
+    defaults = help_defaults(help_text)
+    skipped: list[Skipped] = []
+    wanted = list(types) if types else [t for t in caps.spec_types if t != "none"]
+    out: list[Candidate] = []
+    for name in wanted:
+        if name == "none":
+            continue  # the baseline runs in every round anyway
+        if name not in caps.spec_types:
+            skipped.append(Skipped(type=name, reason="this llama-server does not list it"))
+            continue
+        if name not in SPEC_TYPE_INFO:
+            skipped.append(Skipped(type=name, reason="spectui does not know what it needs"))
+            continue
+        problem = type_problem(
+            name,
+            draft_model=facts.draft_model,
+            draft_architecture=facts.draft_architecture,
+            mtp_layers=facts.mtp_layers if facts.mtp_layers is not None else 0,
+        )
+        if problem is not None:
+            skipped.append(Skipped(type=name, reason=problem))
+            continue
+        out += candidates_of(name, caps, defaults)
+    # Every type as --help sets it first, then one knob moved, then two: a budget that runs out
+    # in round one has still measured each type's defaults.
+    out.sort(key=lambda c: c.text.count(" --"))
+    return out, skipped

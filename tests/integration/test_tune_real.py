@@ -1,0 +1,177 @@
+"""`spectui tune` against the real llama-server with Gemma 3 270M.
+
+A race of ngram-mod and ngram-simple (defaults) on a repetitive prompt and on json-rewrite,
+interrupted in-process after a few runs, then finished by the CLI with --resume: nothing re-run,
+never two servers, the budget kept, an n-gram config kept on table-row and nothing on
+json-rewrite. A second, tight budget stops a full grid part-way and says what is unsettled.
+
+Outcomes need a steady machine: when the baseline itself swings beyond the rule's "too noisy"
+line (neighbours' load), the structure is still checked but the winners are not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from spectui.app_setup import compare_setup
+from spectui.commands.tune import load_tune
+from spectui.config import Settings
+from spectui.core.compare.budget import resolve_budget
+from spectui.core.compare.prompt_files import load_prompts
+from spectui.core.compare.runner import RunFinished
+from spectui.core.compare.stats import TOO_NOISY
+from spectui.core.compare.store import ServerOptions
+from spectui.core.request import Sampling
+from spectui.core.tune.models import TuneDocument
+from spectui.core.tune.runner import TuneRunner
+from spectui.core.tune.setup import new_tune
+
+from .test_cli_errors import spectui
+from .test_compare_real import ServerWatch
+
+pytestmark = pytest.mark.server
+
+
+@pytest.fixture
+def watch() -> Iterator[ServerWatch]:
+    """Counts this session's live llama-servers throughout the test."""
+    with ServerWatch() as w:
+        yield w
+
+
+N_PREDICT = 64
+STOP_AFTER = 5
+"""Runs before the simulated interruption (in round 1, mid-way through a config's block)."""
+FLAGS = ["--n-predict", str(N_PREDICT), "--ctx-size", "1024"]
+
+
+def _noise(document: TuneDocument) -> float:
+    return max((r.noise_floor or 0.0) for r in document.compare.summary)
+
+
+async def _interrupted(gemma_model: Path, llama_binary: Path, out: Path) -> TuneDocument:
+    settings = Settings(model=gemma_model, server_bin=llama_binary)
+    setup = compare_setup(settings, server=ServerOptions(ctx_size=1024, extra_args=["--no-warmup"]))
+    document = new_tune(
+        setup,
+        prompts=load_prompts("builtin:table-row,json-rewrite", N_PREDICT),
+        sampling=Sampling(n_predict=N_PREDICT),
+        budget=resolve_budget(None),
+        budget_s=1200,  # generous: a loaded machine must not end the first session early
+        types=["ngram-mod", "ngram-simple"],
+        draft_model=None,
+        defaults_only=True,
+    )
+    engine = setup.engine(document.compare.plan.configs[0].spec)
+    finished = 0
+    try:
+        async with contextlib.aclosing(TuneRunner(engine, document, outputs=[out]).run()) as events:
+            async for event in events:
+                if isinstance(event, RunFinished):
+                    finished += 1
+                    if finished == STOP_AFTER:
+                        break
+    finally:
+        await engine.aclose()
+    return load_tune(out)
+
+
+async def test_tune_interrupted_then_resumed(
+    gemma_model: Path,
+    llama_binary: Path,
+    tmp_path: Path,
+    watch: ServerWatch,
+) -> None:
+    out, md = tmp_path / "t.json", tmp_path / "t.md"
+    partial = await _interrupted(gemma_model, llama_binary, out)
+    assert partial.stopped == "interrupted" and not partial.complete
+    assert [r.seq for r in partial.compare.runs] == list(range(STOP_AFTER))
+    assert [s.type for s in partial.skipped] == []  # both asked-for types can run here
+
+    result = spectui("tune", "--resume", str(out), "--markdown", str(md), "--no-chart")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    doc = load_tune(out)
+
+    # Every run once; the first ones untouched; the budget kept over both sessions.
+    seqs = [r.seq for r in doc.compare.runs]
+    assert len(seqs) == len(set(seqs))
+    assert [(r.seq, r.finished_at) for r in doc.compare.runs[:STOP_AFTER]] == [
+        (r.seq, r.finished_at) for r in partial.compare.runs
+    ]
+    slowest = max((r.total_ms or 0) / 1000 for r in doc.compare.runs)
+    assert doc.elapsed_s <= doc.budget_s + slowest
+    assert doc.complete or doc.stopped == "budget"
+    assert all(r.ok for r in doc.compare.runs), [r.error for r in doc.compare.runs if not r.ok]
+    # The baseline runs in every round, each candidate's prompts on one server start.
+    plan = doc.compare.plan
+    for round_ in range(1, plan.reps + 1):
+        assert any(r.config == "none" for r in doc.compare.runs if r.round == round_)
+    raw = json.loads(out.read_text())
+    for key in ("format", "complete", "budget_s", "elapsed_s", "skipped", "candidates", "winners"):
+        assert key in raw
+    assert set(raw["winners"]) == {"table-row", "json-rewrite", "overall"}
+    assert "## Winners" in md.read_text()
+    assert "leaderboard: table-row" in result.stdout
+    assert watch.samples > 0 and watch.most == 1
+
+    if _noise(doc) > TOO_NOISY:
+        pytest.skip(f"the baseline swung ±{_noise(doc):.0%} between rounds: too noisy to judge")
+    table = doc.winners["table-row"]
+    assert table is not None and table.config.startswith("ngram-"), doc.settled
+    assert (
+        table.args[-2:] == ["--spec-type", table.config.split()[0]] or "--spec-type" in table.args
+    )
+    assert doc.winners["json-rewrite"] is None, doc.settled
+
+
+def test_a_tight_budget_stops_the_race_and_says_what_is_open(
+    tmp_path: Path, gemma_model: Path, llama_binary: Path, watch: ServerWatch
+) -> None:
+    out = tmp_path / "t.json"
+    result = spectui(
+        "tune", "--model", str(gemma_model), "--server-bin", str(llama_binary),
+        "--prompts", "builtin:table-row", "--types", "ngram-mod", "--budget", "25s",
+        "--json", str(out), "--no-chart", *FLAGS, "--", "--no-warmup",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    doc = load_tune(out)
+    assert doc.stopped == "budget" and not doc.complete
+    # Each step must fit in what is left, by the median so far: only a step slower than that
+    # (a neighbour's load) can overrun, and by no more than itself.
+    slowest = max((r.total_ms or 0) / 1000 for r in doc.compare.runs)
+    assert doc.elapsed_s <= 25 + slowest
+    assert "budget spent" in result.stdout
+    assert "not settled" in " ".join(doc.settled) or doc.winners["table-row"] is not None
+    assert "the budget ran out" in result.stderr and "--resume" in result.stderr
+    assert watch.most == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--spec-type", "ngram-mod"], "tune does not take --spec-type"),
+        (["--memory-budget", "lots"], "--memory-budget 'lots'"),
+        (["--types", "ngram-frobnicate"], "nothing to tune"),
+        (["--resume", "/nonexistent/t.json"], "/nonexistent/t.json"),
+    ],
+)
+def test_bad_input_is_one_clear_line(
+    args: list[str], message: str, gemma_model: Path, llama_binary: Path
+) -> None:
+    result = spectui("tune", "--model", str(gemma_model), "--server-bin", str(llama_binary), *args)
+    assert result.returncode == 2, result
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and message in lines[0], lines
+
+
+def test_a_bad_budget_is_refused_by_the_parser() -> None:
+    result = spectui("tune", "--budget", "soon")
+    assert result.returncode == 2
+    assert "a duration is like 10m" in result.stderr

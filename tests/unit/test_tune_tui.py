@@ -1,0 +1,42 @@
+"""`spectui tune --tui`: the leaderboard fills in live from a real `TuneRunner` on a scripted
+engine, shows the winner's verdicts, and quitting closes the engine."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from textual.widgets import DataTable
+
+from spectui.config import Settings
+from spectui.core.tune.runner import TuneRunner
+from spectui.ui.screens.tune import TuneProgressed, TuneScreen
+from spectui.ui.tune_app import TuneApp
+
+from .compare_helpers import ScriptedEngine
+from .test_tune import SPEEDS, _tune
+
+
+async def test_the_leaderboard_fills_in_and_names_the_winner(tmp_path: Path) -> None:
+    engine = ScriptedEngine(speeds=SPEEDS)
+    runner = TuneRunner(engine, _tune(), outputs=[tmp_path / "t.json"])
+    posted: list[object] = []
+    app = TuneApp(engine, Settings(), runner)  # type: ignore[arg-type]
+    async with app.run_test(size=(140, 30), message_hook=posted.append) as pilot:
+        for _ in range(200):
+            await pilot.pause()
+            screen = app.screen
+            if isinstance(screen, TuneScreen) and screen.finished:
+                break
+            await asyncio.sleep(0.01)
+        screen = app.screen
+        assert isinstance(screen, TuneScreen) and screen.finished
+        table: DataTable[object] = screen.table
+        first = [getattr(c, "plain", str(c)) for c in table.get_row_at(0)]
+        assert first[0] == "ngram-simple" and first[-1] == "keep"
+        detail = str(screen.query_one("#tune-detail").render())
+        assert "ngram-simple" in detail and "--spec-type ngram-simple" in detail
+        assert any(isinstance(m, TuneProgressed) for m in posted)
+        await pilot.press("q")
+    assert engine.closed
+    assert engine.max_running == 1

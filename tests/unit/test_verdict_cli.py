@@ -1,0 +1,48 @@
+"""`spectui compare --memory-budget`: new comparisons take it, a resume re-judges with it, and a
+bad one is one line before anything starts (scripted engines, no server)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from spectui.cli import main
+from spectui.commands import compare as compare_command
+from spectui.config import Settings
+from spectui.core.compare.store import load_document
+
+from .compare_helpers import FakeSetup
+
+
+async def _compare(monkeypatch: pytest.MonkeyPatch, **args: object) -> Path:
+    setup = FakeSetup()
+    monkeypatch.setattr(compare_command, "compare_setup", lambda settings, **_: setup)
+    namespace = argparse.Namespace(no_chart=True, **args)
+    assert await compare_command._compare(Settings(), namespace) == 0
+    out = args.get("resume") or args["json_out"]
+    assert isinstance(out, Path)
+    return out
+
+
+async def test_the_budget_is_in_the_plan_and_a_resume_rejudges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("spectui.core.compare.budget.machine_memory", lambda: (16 * 2**30, None))
+    out = await _compare(
+        monkeypatch, configs=["ngram-simple"], prompts=None, reps=1, json_out=tmp_path / "r.json"
+    )
+    budget = load_document(out).plan.memory_budget
+    assert (budget.text, budget.limit(gpu=False)) == ("10%", int(1.6 * 2**30))
+    await _compare(monkeypatch, resume=out, memory_budget="256MiB")
+    rejudged = load_document(out).plan.memory_budget
+    assert rejudged.limit(gpu=False) == 256 * 2**20
+
+
+def test_a_bad_memory_budget_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["compare", "--config", "ngram-simple", "--memory-budget", "plenty"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err.count("\n") == 0
+    assert err.startswith("spectui: --memory-budget 'plenty': give a size like 512MiB")
