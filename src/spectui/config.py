@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -21,6 +21,7 @@ from pydantic_settings import (
 )
 
 from spectui.core.errors import SpectuiError
+from spectui.core.llama.client import normalize_url
 from spectui.core.request import Sampling
 
 APP_NAME = "spectui"
@@ -88,6 +89,12 @@ class Settings(BaseSettings, Sampling):
     sessions_dir: Path = Field(default_factory=lambda: state_dir() / "sessions")
     """Where recorded sessions are written."""
 
+    @field_validator("url")
+    @classmethod
+    def _usable_url(cls, url: str | None) -> str | None:
+        # A bad --url is one line at start-up, not an error deep inside a connection attempt.
+        return normalize_url(url) if url else url
+
     @property
     def sampling(self) -> Sampling:
         """The sampling options, as the engine takes them."""
@@ -128,5 +135,6 @@ def load_settings(**overrides: Any) -> Settings:
         first = error.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "?"
         raise SettingsError(
-            f"invalid setting {where} (from {path}, SPECTUI_* or a flag): {first['msg']}"
+            f"invalid setting {where} (from {path}, SPECTUI_* or a flag): "
+            f"{first['msg'].removeprefix('Value error, ')}"
         ) from None

@@ -1,6 +1,6 @@
 """`spectui tune` against the real llama-server with Gemma 3 270M.
 
-A race of ngram-mod and ngram-simple (defaults) on a repetitive prompt and on json-rewrite,
+A race of ngram-simple and ngram-map-k (defaults) on a repetitive prompt and on json-rewrite,
 interrupted in-process after a few runs, then finished by the CLI with --resume: nothing re-run,
 never two servers, the budget kept, an n-gram config kept on table-row and nothing on
 json-rewrite. A second, tight budget stops a full grid part-way and says what is unsettled.
@@ -63,7 +63,9 @@ async def _interrupted(gemma_model: Path, llama_binary: Path, out: Path) -> Tune
         sampling=Sampling(n_predict=N_PREDICT),
         budget=resolve_budget(None),
         budget_s=1200,  # generous: a loaded machine must not end the first session early
-        types=["ngram-mod", "ngram-simple"],
+        # Not ngram-mod: on json-rewrite it is 1.2-1.4x faster here but changes an answer in
+        # some runs and not others (at temperature 0), so whether it is kept depends on the run.
+        types=["ngram-simple", "ngram-map-k"],
         draft_model=None,
         defaults_only=True,
     )

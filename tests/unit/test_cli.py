@@ -80,3 +80,14 @@ def test_unknown_builtin_prompt(
     monkeypatch.setenv("SPECTUI_URL", "http://127.0.0.1:9")
     assert main(["stream", "--builtin", "nope"]) == 2
     assert "table-row" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999", "http://[::1", "ftp://host:1"])
+@pytest.mark.parametrize("command", [["stream", "--prompt", "x"], ["watch", "--once"]])
+def test_an_unusable_url_is_one_line(
+    url: str, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([command[0], "--url", url, *command[1:]]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "URL" in err[0], err
+    assert "unexpected" not in err[0] and "Traceback" not in err[0]

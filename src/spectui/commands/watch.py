@@ -153,11 +153,11 @@ def run_watch(args: argparse.Namespace) -> int:
 
     from spectui.core.llama.client import normalize_url
 
-    for url in args.url:
-        if not url.startswith(("http://", "https://")):
-            print(f"spectui: --url wants http(s)://HOST:PORT, not {url!r}", file=sys.stderr)
-            return 2
-    args.url = [normalize_url(url) for url in args.url]
+    try:
+        args.url = [normalize_url(url) for url in args.url]
+    except ValueError as error:
+        print(f"spectui: --url: {error}", file=sys.stderr)
+        return 2
     raw = args.api_key or os.environ.get("SPECTUI_API_KEY")
     try:
         return asyncio.run(_watch(args, SecretStr(raw) if raw else None))

@@ -69,19 +69,32 @@ def safe_url(url: str) -> str:
     """``url`` without user:password and without a query (either may hold a credential)."""
     try:
         parts = urlsplit(url)
+        port = parts.port  # (raises for a port out of range)
     except ValueError:
         return "***"
     host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
+    if port is not None:
+        host = f"{host}:{port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def normalize_url(url: str) -> str:
-    """``host:port`` or ``http://host:port/`` -> ``http://host:port`` (no trailing slash)."""
+    """``host:port`` or ``http://host:port/`` -> ``http://host:port`` (no trailing slash).
+
+    Raises `ValueError` with a one-line reason when it is no usable http(s) URL (a port out of
+    range, no host, another scheme), before anything tries to connect to it.
+    """
     url = url.strip()
     if "://" not in url:
         url = f"http://{url}"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises for a port out of range or not a number)
+        httpx.URL(url)
+    except (ValueError, httpx.InvalidURL) as error:
+        raise ValueError(f"not a usable URL ({error})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s)://HOST:PORT URL: {safe_url(url)!r}")
     return url.rstrip("/")
 
 
