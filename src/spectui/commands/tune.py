@@ -261,7 +261,8 @@ async def _tune(settings: Settings, args: argparse.Namespace) -> int:
         return await run_guarded(engine, body())
     finally:
         final = runner.document
-        if not final.complete:
+        # Only point at a file that exists: an unwritable --json fails before the first save.
+        if not final.complete and outputs[0].exists():
             with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
                 why = "the budget ran out" if final.stopped == "budget" else "stopped"
                 print(

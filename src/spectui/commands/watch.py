@@ -130,6 +130,9 @@ async def _watch(args: argparse.Namespace, key: SecretStr | None) -> int:
             for view in views:
                 out.write("\n".join(view_lines(view)) + "\n")
         out.flush()
+        for view in views:
+            if not view.reachable:  # also said where a script's stderr shows it
+                print(f"spectui: {view.problem}", file=sys.stderr)
         return 0 if all(v.reachable and not v.problem for v in views) else 1
     watchers = [ServerWatcher(url, key) for url in args.url]
     try:

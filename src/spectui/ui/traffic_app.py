@@ -10,7 +10,8 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable
 
-from textual import work
+from textual import on, work
+from textual.worker import Worker, WorkerState
 
 from spectui.config import Settings
 from spectui.core.engine.live import LiveEngine
@@ -107,6 +108,14 @@ class TrafficApp(SpectuiBaseApp):
 
     def quitting(self) -> None:
         self._status("stopping…")
+
+    @on(Worker.StateChanged)
+    def _serve_ended(self, event: Worker.StateChanged) -> None:
+        # The proxy failing (a bad upstream, a socket error) must show, not leave a stale status.
+        if event.worker.group == "proxy" and event.state is WorkerState.ERROR:
+            error = event.worker.error
+            self._status(f"failed: {error}", failed=True)
+            self.notify(str(error), title="Proxy stopped", severity="error", timeout=30)
 
 
 async def run_traffic_tui(

@@ -117,7 +117,10 @@ class SpecCounters(BaseModel):
         )
 
     def minus(self, before: SpecCounters) -> SpecCounters:
-        """The delta since ``before``."""
+        """The delta since ``before`` (the totals themselves when the server restarted between:
+        its counters started again from zero)."""
+        if self.steps < before.steps or self.drafted < before.drafted:
+            return self
         old = before.accepted_per_position
         histogram = [
             n - (old[i] if i < len(old) else 0) for i, n in enumerate(self.accepted_per_position)

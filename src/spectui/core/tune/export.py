@@ -3,6 +3,8 @@ Markdown report."""
 
 from __future__ import annotations
 
+import shlex
+
 from spectui.core.compare.budget import fmt_bytes
 from spectui.core.compare.stats import TOO_NOISY
 from spectui.core.tune.models import CandidateResult, PromptResult, TuneDocument
@@ -132,7 +134,7 @@ def to_markdown(document: TuneDocument) -> str:
             lines.append(f"- `{key}`: nothing beats the baseline")
         else:
             lines.append(f"- `{key}`: **{winner.config}** {winner.speedup or 0:.2f}x")
-            lines += ["", "  ```sh", "  " + " ".join(winner.args), "  ```", ""]
+            lines += ["", "  ```sh", "  " + shlex.join(winner.args), "  ```", ""]
     lines += ["", "## Settled", ""] + [f"- {line}" for line in document.settled]
     for prompt in [None, *(p.key for p in plan.prompts)]:
         lines += ["", f"## Leaderboard: {prompt or 'overall'}", ""]

@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Sequence
 
 from spectui.core.compare.models import ComparePlan, RunRecord
-from spectui.core.compare.stats import bootstrap_interval
+from spectui.core.compare.stats import TOO_NOISY, bootstrap_interval
 from spectui.core.compare.verdict import MIN_KEEP_ROUNDS, SummaryRow, paired_speedups
 from spectui.core.tune.models import (
     CandidateResult,
@@ -73,6 +73,9 @@ def overall_result(
         verdict, reason = "drop", f"on {faults[0].prompt}: {faults[0].reason}"
     elif any(r.verdict == "pending" for r in mine):
         verdict, reason = "pending", "runs still to come"
+    elif noise is not None and noise > TOO_NOISY:  # the same line as the per-prompt rule's
+        verdict = "inconclusive"
+        reason = f"{text}, but the baseline itself moved ±{noise:.0%}: too noisy to call"
     elif noise is not None and low is not None and low > 1 + noise:
         verdict = "keep" if rounds >= MIN_KEEP_ROUNDS else "inconclusive"
         reason = f"{text}, faster beyond the noise (±{noise:.0%})"
