@@ -114,8 +114,11 @@ def test_metrics_and_slots_off_are_clear_lines(llama_binary: Path, gemma_model: 
 
 
 def test_bad_input_is_one_clear_line() -> None:
-    result = spectui("watch", "--url", "localhost:8080", "--once")
-    assert result.returncode == 2 and "http" in result.stderr and "Traceback" not in result.stderr
+    # (HOST:PORT alone is fine: http:// is assumed, as everywhere --url is taken.)
+    for url in ("ftp://localhost:8080", "http://127.0.0.1:99999"):
+        result = spectui("watch", "--url", url, "--once")
+        assert result.returncode == 2 and "URL" in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
     result = spectui("watch", "--url", "http://127.0.0.1:9", "--once", "--interval", "0.1")
     assert result.returncode == 1 and "cannot reach" in result.stdout
 
