@@ -8,7 +8,10 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import Self
+
     from rich.console import Console, RenderableType
+    from rich.live import Live
     from rich.progress import Progress, TaskID
 
     from spectui.core.compare.runner import CompareEvent, RunFinished
@@ -33,15 +36,46 @@ def summary_table(document: CompareDocument, title: str | None = None) -> Render
     return table
 
 
-class LiveView:
+class StderrLive:
+    """A live view on stderr while a long command runs, only on a terminal, and gone when it
+    ends (the final table goes to stdout and must not stand twice). Subclasses set
+    ``self.console`` and call `start_live` at the end of their ``__init__``; `_render` draws."""
+
+    console: Console
+    live: Live | None = None
+
+    def start_live(self, refresh_per_second: float) -> None:
+        from rich.live import Live
+
+        if self.console.is_terminal:
+            self.live = Live(
+                self._render(),
+                console=self.console,
+                refresh_per_second=refresh_per_second,
+                transient=True,
+            )
+
+    def _render(self) -> RenderableType:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        if self.live is not None:
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.__exit__(None, None, None)
+
+
+class LiveView(StderrLive):
     """Progress on stderr: a live table and progress bar on a terminal, else a line per run."""
 
     def __init__(self, document: CompareDocument) -> None:
         from rich.console import Console
-        from rich.live import Live
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-        self.console: Console = Console(stderr=True)
+        self.console = Console(stderr=True)
         self.progress: Progress = Progress(
             TextColumn("{task.description}", markup=False),
             BarColumn(),
@@ -52,21 +86,7 @@ class LiveView:
         self.task: TaskID = self.progress.add_task("starting", total=total)
         self.progress.update(self.task, completed=len(document.runs))
         self.document = document
-        # Transient: the final table goes to stdout; the live one must not stay behind twice.
-        self.live = (
-            Live(self._render(), console=self.console, refresh_per_second=4, transient=True)
-            if self.console.is_terminal
-            else None
-        )
-
-    def __enter__(self) -> LiveView:
-        if self.live is not None:
-            self.live.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.live is not None:
-            self.live.__exit__(None, None, None)
+        self.start_live(refresh_per_second=4)
 
     def _render(self) -> RenderableType:
         from rich.console import Group

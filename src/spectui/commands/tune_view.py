@@ -9,6 +9,8 @@ import re
 import shlex
 from typing import TYPE_CHECKING
 
+from spectui.commands.compare_view import StderrLive
+
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
@@ -41,12 +43,11 @@ def leaderboard_table(
     return table
 
 
-class TuneView:
+class TuneView(StderrLive):
     """Progress on stderr while the race runs."""
 
     def __init__(self, runner: TuneRunner) -> None:
         from rich.console import Console
-        from rich.live import Live
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -75,20 +76,7 @@ class TuneView:
             console=self.console,
         )
         self.round_task = self.runs.add_task("starting", total=None)
-        self.live = (
-            Live(self._render(), console=self.console, refresh_per_second=2, transient=True)
-            if self.console.is_terminal
-            else None
-        )
-
-    def __enter__(self) -> TuneView:
-        if self.live is not None:
-            self.live.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.live is not None:
-            self.live.__exit__(None, None, None)
+        self.start_live(refresh_per_second=2)
 
     def _render(self) -> RenderableType:
         from rich.console import Group

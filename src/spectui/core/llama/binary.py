@@ -262,6 +262,12 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
+def help_text(binary: Path) -> str:
+    """``binary --help``: stdout when it holds the help, else stderr (older builds)."""
+    result = _run(binary, "--help")
+    return result.stdout if parse_help(result.stdout).all_flags else result.stderr
+
+
 def _probe(binary: Path) -> Capabilities:
     result = _run(binary, "--help")
     # Parse stdout alone when it has the help: loaders log to stderr, and mixing the two

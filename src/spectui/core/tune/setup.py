@@ -7,7 +7,6 @@ comes from this binary's ``--help`` (its spec types, flags and defaults) and the
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from spectui.core.compare.models import CompareConfig, ComparePlan, ComparePromp
 from spectui.core.compare.setup import CompareSetup, parse_configs
 from spectui.core.compare.store import CompareDocument
 from spectui.core.errors import SpectuiError
-from spectui.core.llama.binary import PROBE_TIMEOUT_S
+from spectui.core.llama.binary import help_text
 from spectui.core.llama.gguf_meta import architecture, gguf_metadata, mtp_layers
 from spectui.core.request import Sampling
 from spectui.core.tune.models import TuneDocument
@@ -29,23 +28,6 @@ class TuneSetupError(SpectuiError):
 
     title = "Cannot tune"
     exit_code = 2
-
-
-def read_help(binary: Path) -> str:
-    """``binary --help`` (for the knobs' defaults; the capabilities are probed and cached apart)."""
-    try:
-        result = subprocess.run(
-            [str(binary), "--help"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=PROBE_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise TuneSetupError(f"cannot run {binary} --help: {error}") from None
-    return result.stdout if "--spec-type" in result.stdout else result.stdout + result.stderr
 
 
 def model_facts(model: Path, draft_model: Path | None) -> ModelFacts:
@@ -105,7 +87,7 @@ def new_tune(
 ) -> TuneDocument:
     """A tune document for round 1: every candidate of the space, once per prompt."""
     facts = model_facts(setup.model, draft_model)
-    candidates, skipped = build_space(setup.caps, read_help(setup.binary.path), facts, types)
+    candidates, skipped = build_space(setup.caps, help_text(setup.binary.path), facts, types)
     if defaults_only:
         # The first point of each type's grid is the type with every knob at its default.
         firsts = {c.type: c for c in reversed(candidates)}
