@@ -61,6 +61,22 @@ async def test_rows_newest_first_live_then_done() -> None:
         assert "last 50: 2 req" in aggregate
 
 
+async def test_requests_age_out_of_the_minutes_window_while_quiet() -> None:
+    hub, clocks = make_hub()
+    app = TrafficApp(None, Settings(), hub=hub)
+    async with app.run_test(size=(120, 30)) as pilot:
+        request = begin(hub)
+        feed(request, "completion-ngram-simple-2.sse")
+        finish(hub, clocks, request)
+        await pilot.pause(0.6)
+        pane = app.screen_traffic.query_one("#traffic-aggregate", Static)
+        assert "last 5 min: 1 req" in str(pane.render())
+        clocks.t += 6 * 60  # six quiet minutes on the hub's clocks: nothing ends meanwhile
+        await pilot.pause(0.6)
+        assert "last 5 min: 0 req" in str(pane.render())
+        assert "last 50: 1 req" in str(pane.render())
+
+
 async def test_enter_opens_the_tokens_live_and_done() -> None:
     hub, clocks = make_hub()
     app = TrafficApp(None, Settings(), hub=hub)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import ClassVar
 
 from rich.text import Text
@@ -133,6 +133,10 @@ def aggregate_text(recent: Aggregate, minutes: Aggregate, live: int) -> str:
     )
 
 
+AGE_OUT_EVERY = timedelta(seconds=5)
+"""How often the aggregate pane looks again when nothing ended (requests age out of it)."""
+
+
 class TrafficScreen(Screen[None]):
     """The live table, the aggregate pane and a status line."""
 
@@ -173,6 +177,8 @@ class TrafficScreen(Screen[None]):
         """Requests in the table, oldest first."""
         self._kept: list[LiveRequest] = []
         self._dirty_aggregate = True
+        self._aggregated_at = datetime.min.replace(tzinfo=UTC)
+        self._aggregate_shown: object = None
 
     def compose(self) -> ComposeResult:
         yield Static("starting…", id="traffic-status")
@@ -240,17 +246,21 @@ class TrafficScreen(Screen[None]):
                 self._update_row(live, row_cells(live, None, live.snapshot(live.t0 + last)))
 
     def _refresh_aggregate(self) -> None:
-        if not self._dirty_aggregate:
+        # Recomputed when a request ends, and every few seconds besides: the minutes window is
+        # on the hub's wall clock, so requests age out of it while traffic is quiet.
+        now = self.hub.wall()
+        if not self._dirty_aggregate and now - self._aggregated_at < AGE_OUT_EVERY:
             return
-        self._dirty_aggregate = False
+        self._dirty_aggregate, self._aggregated_at = False, now
         records = list(self.hub.recent)
-        now = records[-1].info.started if records else datetime.now().astimezone()
         text = aggregate_text(
             aggregate(last_requests(records, WINDOW_REQUESTS)),
             aggregate(last_minutes(records, WINDOW_MINUTES, now)),
             len(self.hub.live),
         )
-        self.query_one("#traffic-aggregate", Static).update(text)
+        if text != self._aggregate_shown:  # (an unchanged pane costs no frame)
+            self._aggregate_shown = text
+            self.query_one("#traffic-aggregate", Static).update(text)
 
     # -- actions ---------------------------------------------------------------------------------
 
