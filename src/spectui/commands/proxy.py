@@ -264,15 +264,17 @@ def run_proxy(settings: Settings, args: argparse.Namespace) -> int:
     warnings: list[str] = []
     sock = listening_socket(args, warnings.append)
     engine = build_engine(settings)
+    recorders: list[WorkloadRecorder] = []
+
+    def make() -> TrafficProxy:
+        proxy, recorder = make_proxy(settings, args, engine, keep_events=True)
+        recorders.extend([recorder] if recorder is not None else [])
+        return proxy
+
     try:
-        return asyncio.run(
-            run_traffic_tui(
-                engine,
-                lambda: make_proxy(settings, args, engine, keep_events=True)[0],
-                sock,
-                settings,
-                warnings=warnings,
-            )
-        )
+        return asyncio.run(run_traffic_tui(engine, make, sock, settings, warnings=warnings))
     finally:
         sock.close()
+        for recorder in recorders:  # said once the screen is gone, as the headless proxy does
+            if recorder.problem:
+                print(f"spectui: {recorder.problem}", file=sys.stderr)
