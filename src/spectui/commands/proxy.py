@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spectui.commands.output import EXIT_PIPE_CLOSED, OutputClosed, ThrottledOutput
+from spectui.core.traffic.models import METRICS_PATH
 
 # The proxy's parts (starlette, uvicorn, prometheus-client) load only when the command runs:
 # the parser is built for every spectui command, and start-up time counts.
@@ -27,9 +28,6 @@ if TYPE_CHECKING:
     from spectui.core.traffic.models import TrafficRecord
     from spectui.core.traffic.proxy import TrafficProxy
     from spectui.core.traffic.record import WorkloadRecorder
-
-METRICS_PATH = "/spectui/metrics"
-"""Where the proxy serves its own Prometheus metrics (`spectui.core.traffic.proxy`)."""
 
 DEFAULT_LISTEN = "127.0.0.1:8081"
 """Where the proxy listens unless told otherwise: this machine only."""

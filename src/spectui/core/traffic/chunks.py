@@ -167,7 +167,6 @@ class StreamAttribution:
         self.stop_reason = ""
         self.error: str | None = None
         self.model = ""
-        self.finished = False
         self.anthropic_tokens: int | None = None
 
     def line(self, line: bytes, t: float) -> bytes:
@@ -209,7 +208,6 @@ class StreamAttribution:
         if self.kind is EndpointKind.NATIVE:
             final = obj.get("stop") is True
             if final:
-                self.finished = True
                 self.stop_reason = str(obj.get("stop_type") or "")
             predicted = obj.get("tokens_predicted")
             return (
@@ -228,7 +226,6 @@ class StreamAttribution:
                 text = str(choice.get("text") or "")
             if finish := choice.get("finish_reason"):
                 final = True
-                self.finished = True
                 self.stop_reason = _FINISH_REASONS.get(str(finish), str(finish))
         return text, None, final
 
@@ -270,8 +267,6 @@ class StreamAttribution:
             delta = obj.get("delta") or {}
             if isinstance(delta, dict) and delta.get("stop_reason"):
                 self.stop_reason = _ANTHROPIC_STOPS.get(str(delta["stop_reason"]), "")
-        elif kind == "message_stop":
-            self.finished = True
 
     @property
     def text(self) -> str:

@@ -13,6 +13,9 @@ from spectui.core.events import RunMetrics
 NO_DETAIL = "no per-token detail"
 """What a request without per-token timings says instead of guessing."""
 
+METRICS_PATH = "/spectui/metrics"
+"""Where the proxy serves its own Prometheus metrics."""
+
 
 class EndpointKind(StrEnum):
     """The shape of a generation endpoint's stream."""

@@ -33,11 +33,8 @@ from spectui.core.traffic.chunks import (
     response_totals,
 )
 from spectui.core.traffic.hub import LiveRequest, TrafficHub
-from spectui.core.traffic.models import EndpointKind, RequestStatus
+from spectui.core.traffic.models import METRICS_PATH, EndpointKind, RequestStatus
 from spectui.core.traffic.prom import CONTENT_TYPE, ProxyMetrics
-
-METRICS_PATH = "/spectui/metrics"
-"""Where the proxy serves its own Prometheus metrics."""
 
 METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
