@@ -132,21 +132,10 @@ def _default_output() -> Path:
 
 def load_tune(path: Path) -> TuneDocument:
     """A tune results file; one clear line when it is not one."""
-    from pydantic import ValidationError
-
-    from spectui.core.compare.store import ResultFileError
-    from spectui.core.errors import read_bytes
+    from spectui.core.compare.store import load_results
     from spectui.core.tune.models import TuneDocument
 
-    raw = read_bytes(path, "tune file", ResultFileError)
-    try:
-        return TuneDocument.model_validate_json(raw)
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "document"
-        raise ResultFileError(
-            f"{path} is not a spectui tune file ({where}: {first['msg']})"
-        ) from None
+    return load_results(path, TuneDocument, "tune")
 
 
 def _new(settings: Settings, args: argparse.Namespace) -> tuple[TuneDocument, object]:

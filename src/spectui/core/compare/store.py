@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -230,17 +230,26 @@ def dump_document(document: CompareDocument) -> str:
     return document.model_dump_json(indent=1) + "\n"
 
 
-def load_document(path: Path) -> CompareDocument:
-    """A results file written by `spectui compare`; one clear line when it is not one."""
-    raw = read_bytes(path, "results file", ResultFileError)
+Doc = TypeVar("Doc", bound=BaseModel)
+
+
+def load_results(path: Path, model: type[Doc], what: str) -> Doc:
+    """A results file of ``model`` (``what``: e.g. 'compare results'); one clear line when it
+    is not one."""
+    raw = read_bytes(path, f"{what} file", ResultFileError)
     try:
-        return CompareDocument.model_validate_json(raw)
+        return model.model_validate_json(raw)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "document"
         raise ResultFileError(
-            f"{path} is not a spectui compare results file ({where}: {first['msg']})"
+            f"{path} is not a spectui {what} file ({where}: {first['msg']})"
         ) from None
+
+
+def load_document(path: Path) -> CompareDocument:
+    """A results file written by `spectui compare`; one clear line when it is not one."""
+    return load_results(path, CompareDocument, "compare results")
 
 
 def check_same_setup(document: CompareDocument, binary: BinaryInfo, model: ModelInfo) -> None:

@@ -52,6 +52,7 @@ class RoundPlanned(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     type: Literal["round"] = "round"
+    """The event's kind (the union's discriminator)."""
     round: int
     """The round (1-based)."""
     candidates: int
@@ -64,6 +65,7 @@ class TuneFinished(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     type: Literal["tune_finished"] = "tune_finished"
+    """The event's kind (the union's discriminator)."""
     document: TuneDocument
     """The final document."""
 
