@@ -266,7 +266,7 @@ def test_ui_state_round_trip(tmp_path: Path) -> None:
     assert UiState.load(path) == UiState()
 
 
-# -- SpectuiApp.run_guarded (spectui.lifecycle): the engine is closed on every exit ----------
+# -- SpectuiApp.run_until_quit (spectui.lifecycle): the engine is closed on every exit ----------
 
 
 class ExplodingEngine(FakeEngine):
@@ -279,7 +279,7 @@ class ExplodingEngine(FakeEngine):
 
 async def test_engine_closed_when_the_app_crashes() -> None:
     engine = ExplodingEngine()
-    code = await SpectuiApp(engine, Settings()).run_guarded(headless=True)
+    code = await SpectuiApp(engine, Settings()).run_until_quit(headless=True)
     assert code != 0
     assert engine.close_calls == 1
 
@@ -298,7 +298,7 @@ async def test_sighup_exits_cleanly_and_closes_the_engine() -> None:
     before = signal.signal(signal.SIGHUP, lambda signum, frame: seen.append(signum))
     try:
         engine = HangupEngine()
-        code = await SpectuiApp(engine, Settings()).run_guarded(headless=True)
+        code = await SpectuiApp(engine, Settings()).run_until_quit(headless=True)
         assert code == 129
         assert engine.close_calls == 1
         assert seen == []  # the app handled it, not the handler that was there before...
@@ -336,7 +336,7 @@ async def test_hung_shutdown_after_a_signal_ends_the_process(
     monkeypatch.setattr(lifecycle, "hard_exit", fake_hard_exit)
     before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
-        code = await SpectuiApp(engine, Settings()).run_guarded(headless=True)
+        code = await SpectuiApp(engine, Settings()).run_until_quit(headless=True)
     finally:
         signal.signal(signal.SIGHUP, before)
     assert code == 129

@@ -130,9 +130,9 @@ def run_tui(
 ) -> int:
     """Run the TUI; returns the exit status. ``engine.aclose()`` is awaited on every exit."""
     app = SpectuiApp(engine, settings, prompt=prompt, autorun=autorun)
-    return asyncio.run(app.run_guarded())
+    return asyncio.run(app.run_until_quit())
 
 
 def run_no_model(settings: Settings, message: str) -> int:
     """Show the "no demo model" screen until the user quits; returns the exit status."""
-    return asyncio.run(SpectuiApp.no_model(message, settings).run_guarded())
+    return asyncio.run(SpectuiApp.no_model(message, settings).run_until_quit())

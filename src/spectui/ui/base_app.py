@@ -87,6 +87,6 @@ class SpectuiBaseApp(App[None]):
             await self.engine.aclose()
         self.exit()
 
-    async def run_guarded(self, *, headless: bool = False) -> int:
+    async def run_until_quit(self, *, headless: bool = False) -> int:
         """Run until the user quits or a signal ends it; the engine is closed on every exit."""
         return await run_app(self, self.engine, headless=headless)

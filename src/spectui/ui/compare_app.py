@@ -37,4 +37,4 @@ async def run_compare_tui(
     engine: Engine, settings: Settings, source: CompareSource, results: Path | None = None
 ) -> int:
     """Run the comparison in the TUI; the engine is closed on every way out."""
-    return await CompareApp(engine, settings, source, results).run_guarded()
+    return await CompareApp(engine, settings, source, results).run_until_quit()

@@ -55,7 +55,7 @@ def replay_engines(sessions: list[Session], speed: float | None) -> list[ReplayE
 def run_replay_tui(sessions: list[Session], settings: Settings, *, speed: float | None) -> int:
     """Play ``sessions`` in the TUI until the user quits; returns the exit status."""
     app = ReplayApp(replay_engines(sessions, speed), settings)
-    return asyncio.run(app.run_guarded())
+    return asyncio.run(app.run_until_quit())
 
 
 async def replay_screenshot(

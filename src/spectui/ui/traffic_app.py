@@ -128,4 +128,4 @@ async def run_traffic_tui(
 ) -> int:
     """Run the Traffic TUI until the user quits (signals end it cleanly too)."""
     app = TrafficApp(engine, settings, make_proxy=make_proxy, sock=sock, warnings=warnings)
-    return await app.run_guarded()
+    return await app.run_until_quit()

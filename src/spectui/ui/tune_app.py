@@ -25,4 +25,4 @@ class TuneApp(SpectuiBaseApp):
 
 async def run_tune_tui(engine: Engine, settings: Settings, source: TuneSource) -> int:
     """Run the tune in the TUI; the engine is closed on every way out."""
-    return await TuneApp(engine, settings, source).run_guarded()
+    return await TuneApp(engine, settings, source).run_until_quit()
