@@ -47,6 +47,7 @@ from spectui.core.engine.base import Engine
 from spectui.core.errors import SpectuiError
 from spectui.core.events import (
     ErrorEvent,
+    RunMetrics,
     ServerState,
     ServerStateEvent,
     SummaryEvent,
@@ -334,31 +335,12 @@ class CompareRunner:
             check = await run_checker(prompt.check, summary.text, trust_code=self.trust_code)
         m = summary.metrics
         record = RunRecord(
-            seq=job.seq,
-            config=job.config,
-            prompt=job.prompt,
-            round=job.round,
-            warmup=job.warmup,
-            session=session,
-            finished_at=datetime.now(UTC),
-            ttft_ms=m.ttft_ms,
-            total_ms=m.total_ms,
-            tokens=m.tokens,
-            tokens_per_second=m.tokens_per_second,
-            prompt_tokens=m.prompt_tokens,
-            prompt_tokens_per_second=m.prompt_tokens_per_second,
-            drafted=m.drafted,
-            accepted=m.accepted,
-            steps=m.steps,
+            **_job_fields(job, session),
+            # The run's numbers under their own names, from the model (not copied one by one:
+            # a field added to RunMetrics and RunRecord arrives by itself).
+            **m.model_dump(include=_SHARED_METRICS),
             acceptance=m.acceptance_rate,
             mean_acceptance_length=m.mean_acceptance_length,
-            accepted_per_position=list(m.accepted_per_position),
-            attribution_anomalies=m.attribution_anomalies,
-            peak_rss_bytes=m.peak_rss_bytes,
-            peak_rss_minus_shared_bytes=m.peak_rss_minus_shared_bytes,
-            peak_gpu_bytes=m.peak_gpu_bytes,
-            client_cpu_percent=m.client_cpu_percent,
-            server_cpu_percent=m.server_cpu_percent,
             stop_reason=summary.stop_reason,
             text=summary.text,
             token_ends=token_ends(texts),
@@ -369,15 +351,21 @@ class CompareRunner:
         return record, died
 
 
+_SHARED_METRICS = set(RunRecord.model_fields) & set(RunMetrics.model_fields)
+"""The run's numbers a record keeps under the names `RunMetrics` gives them."""
+
+
+def _job_fields(job: CompareJob, session: int) -> dict[str, object]:
+    return {
+        "seq": job.seq,
+        "config": job.config,
+        "prompt": job.prompt,
+        "round": job.round,
+        "warmup": job.warmup,
+        "session": session,
+        "finished_at": datetime.now(UTC),
+    }
+
+
 def _failed(job: CompareJob, session: int, error: str) -> RunRecord:
-    return RunRecord(
-        seq=job.seq,
-        config=job.config,
-        prompt=job.prompt,
-        round=job.round,
-        warmup=job.warmup,
-        session=session,
-        status="failed",
-        error=error,
-        finished_at=datetime.now(UTC),
-    )
+    return RunRecord(**_job_fields(job, session), status="failed", error=error)
