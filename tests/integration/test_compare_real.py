@@ -15,7 +15,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
 
 import psutil
@@ -29,6 +29,7 @@ from spectui.core.compare.prompt_files import load_prompts
 from spectui.core.compare.runner import CompareRunner, RunFinished
 from spectui.core.compare.setup import parse_configs
 from spectui.core.compare.store import CompareDocument, ServerOptions, load_document
+from spectui.core.engine.base import Engine
 
 from .test_cli_errors import spectui
 
@@ -100,18 +101,23 @@ async def _interrupted_run(gemma_model: Path, llama_binary: Path, out: Path) -> 
         plan, binary=setup.binary_info, model=setup.model_info, server=setup.server
     )
     engine = setup.engine(configs[0].spec)
-    runner = CompareRunner(engine, document, outputs=[out])
+    await interrupt_after(CompareRunner(engine, document, outputs=[out]).run(), engine, STOP_AFTER)
+    return load_document(out)
+
+
+async def interrupt_after(events: AsyncGenerator[object, None], engine: Engine, runs: int) -> None:
+    """Iterate a comparison's (or a tune's) events until ``runs`` runs finished, then stop as
+    an interruption would: the iterator closed, the engine and its server closed."""
     finished = 0
     try:
-        async with contextlib.aclosing(runner.run()) as events:
-            async for event in events:
+        async with contextlib.aclosing(events) as stream:
+            async for event in stream:
                 if isinstance(event, RunFinished):
                     finished += 1
-                    if finished == STOP_AFTER:
+                    if finished == runs:
                         break
     finally:
         await engine.aclose()
-    return load_document(out)
 
 
 async def test_compare_interrupted_then_resumed(

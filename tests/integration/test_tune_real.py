@@ -11,7 +11,6 @@ line (neighbours' load), the structure is still checked but the winners are not.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +22,6 @@ from spectui.commands.tune import load_tune
 from spectui.config import Settings
 from spectui.core.compare.budget import resolve_budget
 from spectui.core.compare.prompt_files import load_prompts
-from spectui.core.compare.runner import RunFinished
 from spectui.core.compare.stats import TOO_NOISY
 from spectui.core.compare.store import ServerOptions
 from spectui.core.request import Sampling
@@ -32,7 +30,7 @@ from spectui.core.tune.runner import TuneRunner
 from spectui.core.tune.setup import new_tune
 
 from .test_cli_errors import spectui
-from .test_compare_real import ServerWatch
+from .test_compare_real import ServerWatch, interrupt_after
 
 pytestmark = pytest.mark.server
 
@@ -70,16 +68,7 @@ async def _interrupted(gemma_model: Path, llama_binary: Path, out: Path) -> Tune
         defaults_only=True,
     )
     engine = setup.engine(document.compare.plan.configs[0].spec)
-    finished = 0
-    try:
-        async with contextlib.aclosing(TuneRunner(engine, document, outputs=[out]).run()) as events:
-            async for event in events:
-                if isinstance(event, RunFinished):
-                    finished += 1
-                    if finished == STOP_AFTER:
-                        break
-    finally:
-        await engine.aclose()
+    await interrupt_after(TuneRunner(engine, document, outputs=[out]).run(), engine, STOP_AFTER)
     return load_tune(out)
 
 
