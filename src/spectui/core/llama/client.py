@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr, TypeAdapter, ValidationEr
 
 from spectui.core.errors import AuthError, ServerConnectionError
 from spectui.core.llama.protocol import ErrorBody, Props, ServerMetrics, Slot
+from spectui.core.llama.transport import lean_transport
 
 DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 """Timeout of the small JSON endpoints; streaming passes its own per request."""
@@ -127,7 +128,9 @@ class ServerClient:
         headers = {"Accept": "application/json"}
         if self._api_key is not None:
             headers["Authorization"] = f"Bearer {self._api_key.get_secret_value()}"
-        self.http = httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=timeout)
+        self.http = httpx.AsyncClient(
+            base_url=self.base_url, headers=headers, timeout=timeout, transport=lean_transport()
+        )
         """Shared client with the auth header; streams reuse it (with a per-request timeout)."""
 
     def __repr__(self) -> str:

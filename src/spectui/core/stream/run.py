@@ -39,6 +39,7 @@ from spectui.core.llama.protocol import (
     PromptProgress,
     Timings,
 )
+from spectui.core.llama.transport import AsyncioStream
 from spectui.core.request import GenerationRequest
 from spectui.core.stream.attribution import Attributor, ChunkCounters
 from spectui.core.stream.metrics import MetricsTracker
@@ -64,9 +65,12 @@ class ChunkProcessor:
         self.text_parts: list[str] = []
         self.last_timings: Timings | None = None
         self.stop_reason = ""
+        self._server_offset = math.inf
 
-    def feed(self, data: str, t: float) -> list[EngineEvent]:
-        """Process one payload; raises StreamError for an error payload or unparsable data."""
+    def feed(self, data: str, t: float, *, earliest: float | None = None) -> list[EngineEvent]:
+        """Process one payload read at ``t``; raises StreamError for an error payload or
+        unparsable data. ``earliest``: the payload is known to have arrived after it (the
+        previous read), and its tokens are stamped with their estimated arrival (`_arrival`)."""
         # Cheap pre-check: a real error object has an unescaped "error" key; token text that
         # mentions "error" is escaped inside a JSON string and cannot match.
         if '"error"' in data:
@@ -101,6 +105,8 @@ class ChunkProcessor:
             # Chat's first chunk (role only) and progress-only chunks carry no token.
             return events
         self.last_timings = timings
+        if earliest is not None and timings.predicted_ms:
+            t = self._arrival(t, earliest, timings.predicted_ms / 1000)
         tracker = self.tracker
         tracker.on_timings(timings)  # (the prompt's numbers can still change after token one)
         counters = ChunkCounters(text, predicted, timings.draft_n, timings.draft_n_accepted)
@@ -110,6 +116,22 @@ class ChunkProcessor:
             self.text_parts.append(text)
         events.extend(attributed)
         return events
+
+    def _arrival(self, read_t: float, earliest: float, server_t: float) -> float:
+        """When a payload read at ``read_t`` most likely arrived, on the run's clock.
+
+        A reader that takes several payloads in one read (a paced stream) knows only that each
+        arrived between the previous read and this one. The server stamps every payload with
+        its own clock (`predicted_ms`, cumulative from the first token); the smallest difference
+        seen between reading and that stamp is the server's clock on ours (the payload read the
+        moment it arrived, the first token at the latest). The estimate is kept inside what is
+        known: after the previous read and the previous token, not after this read.
+        """
+        self._server_offset = min(self._server_offset, read_t - server_t)
+        low = earliest
+        if (last := self.tracker.last_token_t) is not None and last > low:
+            low = last
+        return min(read_t, max(low, server_t + self._server_offset))
 
     def _chat_fields(self, data: str) -> _Fields:
         chat: ChatChunk = _validate_chat(data)
@@ -149,6 +171,10 @@ def _error_message(raw: dict[str, object]) -> str:
 
 _DONE = object()
 
+READ_GAP_S = 0.1
+"""How often a run reads its stream after the first token (see `AsyncioStream.read_gap`): as
+often as the screen draws a batch of tokens when tokens are few, so nothing shows later for it."""
+
 
 class StreamRun:
     """One streamed generation. Iterate it once; `cancel()` stops it early with a summary."""
@@ -163,6 +189,7 @@ class StreamRun:
         clock: Callable[[], float] = time.monotonic,
         metrics_interval_s: float = 0.1,
         memory_interval_s: float = 0.5,
+        read_gap_s: float = READ_GAP_S,
     ) -> None:
         self._http = http
         self._url = base_url.rstrip("/") + request.endpoint
@@ -171,6 +198,7 @@ class StreamRun:
         self._clock = clock
         self._metrics_interval = metrics_interval_s
         self._memory_interval = memory_interval_s
+        self._read_gap = read_gap_s
         self._queue: asyncio.Queue[EngineEvent | object] = asyncio.Queue()
         self._cancel_requested = False
         self._reader: asyncio.Task[None] | None = None
@@ -259,22 +287,42 @@ class StreamRun:
                 if response.status_code != 200:
                     body = (await response.aread()).decode(errors="replace")
                     raise _http_error(response.status_code, body)
-                async for sse in source.aiter_sse():
-                    if (arrived := loop.time()) - moved >= slack:
-                        watchdog.reschedule(arrived + stall + slack)
-                        moved = arrived
-                    if sse.data == "[DONE]":
-                        break
-                    if sse.event == "error":
-                        raise StreamError(_error_message(_json_or_text(sse.data)))
-                    now = self._now()
-                    for event in self.processor.feed(sse.data, now):
-                        put(event)
-                    if self._memory is not None and now - self._last_memory_t >= mem_interval:
-                        await self._sample_memory_due(put)  # (a coroutine only when due)
-                    if now - last_metrics >= self._metrics_interval:
-                        last_metrics = now
-                        put(MetricsEvent(t=now, snapshot=self.processor.snapshot(now)))
+                paced = response.extensions.get("network_stream")
+                if not isinstance(paced, AsyncioStream):
+                    paced = None  # (httpx's own transport, or a test's: read as it comes)
+                # The loop's clock on the run's: the stream notes its reads on the former.
+                shift = self._clock() - self._t0 - loop.time()
+                try:
+                    async for sse in source.aiter_sse():
+                        if (arrived := loop.time()) - moved >= slack:
+                            watchdog.reschedule(arrived + stall + slack)
+                            moved = arrived
+                        if sse.data == "[DONE]":
+                            break
+                        if sse.event == "error":
+                            raise StreamError(_error_message(_json_or_text(sse.data)))
+                        now = self._now()
+                        if paced is None:
+                            events = self.processor.feed(sse.data, now)
+                        else:
+                            events = self.processor.feed(
+                                sse.data,
+                                paced.last_read_t + shift,
+                                earliest=paced.previous_read_t + shift,
+                            )
+                            # From the first token on (TTFT is read the moment it arrives).
+                            if not paced.read_gap and self.processor.tracker.tokens:
+                                paced.read_gap = self._read_gap
+                        for event in events:
+                            put(event)
+                        if self._memory is not None and now - self._last_memory_t >= mem_interval:
+                            await self._sample_memory_due(put)  # (a coroutine only when due)
+                        if now - last_metrics >= self._metrics_interval:
+                            last_metrics = now
+                            put(MetricsEvent(t=now, snapshot=self.processor.snapshot(now)))
+                finally:
+                    if paced is not None:
+                        paced.read_gap = 0.0  # (the connection goes back to the pool)
 
     def _sample_memory(self, put: Callable[[EngineEvent | object], None]) -> None:
         """A run's first and last sample, taken at once."""

@@ -26,6 +26,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from spectui.core.llama.transport import lean_transport
 from spectui.core.traffic.chunks import (
     GENERATION_PATHS,
     PreparedBody,
@@ -90,11 +91,12 @@ class TrafficProxy:
         self._upstream_key = upstream_key
         self._client_key = client_key.get_secret_value().encode() if client_key else None
         self._clock = clock
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
         self.http = httpx.AsyncClient(
             base_url=self.upstream,
             timeout=UPSTREAM_TIMEOUT,
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
-            transport=transport,
+            limits=limits,
+            transport=transport or lean_transport(limits),
         )
         self.app = Starlette(
             routes=[

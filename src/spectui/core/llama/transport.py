@@ -1,0 +1,285 @@
+"""An httpx transport whose sockets are plain asyncio protocols, for the per-chunk cost of streams.
+
+httpx's default async transport reaches the socket through anyio: every read enters a cancel
+scope for its timeout and wakes the task through an `asyncio.Event`, several loop callbacks per
+SSE chunk. At one chunk per token that was most of what watching a stream cost (measured at
+50 tok/s on 2 cores: reading a stream took 2.5-2.8 % of a core through anyio, 1.4-1.6 % through
+this backend, 1.2 % for a blocking read in a thread). httpcore takes its network layer as a
+parameter (`network_backend`), so httpx stays the client and only the bytes' path changes:
+data arrives in `Protocol.data_received` and a waiting read is woken by one future.
+
+Timeouts keep httpcore's meaning (a read or write that waits longer raises its `*Timeout`); a
+read with no timeout (an open stream) costs no timer at all.
+"""
+
+# The `timeout` parameters are httpcore's interface (AsyncNetworkStream), not a design choice.
+# ruff: noqa: ASYNC109
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import socket
+import ssl
+from typing import Any
+
+import httpcore
+import httpx
+
+_HIGH_WATER = 256 * 1024
+"""Unread bytes at which the socket stops being read: a consumer that stops pulling cannot make
+a stream fill memory."""
+
+
+class _Buffered(asyncio.Protocol):
+    """Collects what arrives and wakes the one read waiting for it."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.eof = False
+        self.error: BaseException | None = None
+        self.waiter: asyncio.Future[None] | None = None
+        self.drained: asyncio.Future[None] | None = None
+        self.paused_reading = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.chunks.append(data)
+        self.size += len(data)
+        if self.size >= _HIGH_WATER and self.transport is not None:
+            self.transport.pause_reading()
+            self.paused_reading = True
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        self._wake()
+        return False  # (close the transport: HTTP/1.1 has nothing to send after the peer's EOF)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.eof = True
+        self.error = exc
+        self._wake()
+        if self.drained is not None and not self.drained.done():
+            self.drained.set_result(None)
+
+    def pause_writing(self) -> None:
+        self.drained = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self.drained is not None and not self.drained.done():
+            self.drained.set_result(None)
+        self.drained = None
+
+    def _wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def take(self, max_bytes: int) -> bytes:
+        """Up to ``max_bytes`` of what has arrived (all of it, uncopied, in the common case)."""
+        data = self.chunks[0] if len(self.chunks) == 1 else b"".join(self.chunks)
+        if len(data) > max_bytes:
+            data, rest = data[:max_bytes], data[max_bytes:]
+            self.chunks = [rest]
+            self.size = len(rest)
+        else:
+            self.chunks = []
+            self.size = 0
+        if self.paused_reading and self.size < _HIGH_WATER // 2 and self.transport is not None:
+            self.transport.resume_reading()
+            self.paused_reading = False
+        return data
+
+
+class AsyncioStream(httpcore.AsyncNetworkStream):
+    """One connection, as httpcore reads and writes it; a response's reader finds it in
+    ``response.extensions["network_stream"]`` to pace its reads (`read_gap`)."""
+
+    def __init__(self, transport: asyncio.Transport, protocol: _Buffered) -> None:
+        self._transport = transport
+        self._protocol = protocol
+        self.read_gap = 0.0
+        """Seconds between two reads that find nothing waiting (0: read as data arrives).
+
+        A stream read once per token wakes the process once per token, and each wake-up costs
+        the same whatever it carries. With a gap, what arrives meanwhile waits in the kernel's
+        socket buffer and is taken in one read: at 50 tok/s and a 0.1 s gap, one wake-up per
+        five tokens. Whoever sets it resets it to 0 before the connection is reused."""
+        self.last_read_t = -math.inf
+        """Loop time of the latest read that returned data."""
+        self.previous_read_t = -math.inf
+        """Loop time of the read before it: what the latest read returned arrived after this."""
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        protocol = self._protocol
+        loop = asyncio.get_running_loop()
+        if not protocol.chunks and not protocol.eof and self.read_gap > 0:
+            await self._hold(loop)
+        if not protocol.chunks and not protocol.eof:
+            protocol.waiter = loop.create_future()
+            try:
+                if timeout is None:
+                    await protocol.waiter
+                else:
+                    async with asyncio.timeout(timeout):
+                        await protocol.waiter
+            except TimeoutError as error:
+                raise httpcore.ReadTimeout("timed out reading from the server") from error
+            finally:
+                protocol.waiter = None
+        if protocol.chunks:
+            self.previous_read_t, self.last_read_t = self.last_read_t, loop.time()
+            return protocol.take(max_bytes)
+        if protocol.error is not None:
+            raise httpcore.ReadError(str(protocol.error)) from protocol.error
+        return b""  # (end of stream: httpcore decides whether that was early)
+
+    async def _hold(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Leave the socket unread until `read_gap` after the latest read."""
+        wait = self.last_read_t + self.read_gap - loop.time()
+        if wait <= 0:
+            return
+        transport = self._transport
+        transport.pause_reading()  # (else the loop would wake for each arrival anyway)
+        try:
+            await asyncio.sleep(wait)
+        finally:
+            if not self._protocol.paused_reading:  # (not held back for a full buffer)
+                transport.resume_reading()
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        protocol = self._protocol
+        if protocol.error is not None or self._transport.is_closing():
+            raise httpcore.WriteError(str(protocol.error or "the connection is closed"))
+        self._transport.write(buffer)
+        if (drained := protocol.drained) is not None:  # (the kernel's buffer is full: wait)
+            try:
+                async with asyncio.timeout(timeout):
+                    await asyncio.shield(drained)
+            except TimeoutError as error:
+                raise httpcore.WriteTimeout("timed out writing to the server") from error
+
+    async def aclose(self) -> None:
+        self._transport.close()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(timeout):
+                transport = await loop.start_tls(
+                    self._transport, self._protocol, ssl_context, server_hostname=server_hostname
+                )
+        except TimeoutError as error:
+            self._transport.close()
+            raise httpcore.ConnectTimeout("timed out in the TLS handshake") from error
+        except (OSError, ssl.SSLError) as error:
+            self._transport.close()
+            raise httpcore.ConnectError(str(error)) from error
+        assert isinstance(transport, asyncio.Transport)
+        return AsyncioStream(transport, self._protocol)
+
+    def get_extra_info(self, info: str) -> Any:
+        transport = self._transport
+        if info == "is_readable":  # (httpcore asks before reusing an idle connection)
+            return bool(self._protocol.chunks) or self._protocol.eof
+        if info == "client_addr":
+            return transport.get_extra_info("sockname")
+        if info == "server_addr":
+            return transport.get_extra_info("peername")
+        if info in ("socket", "ssl_object") and not transport.is_closing():
+            return transport.get_extra_info(info)  # (a closed TLS transport raises instead)
+        return None
+
+
+class AsyncioBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's network layer on asyncio's own transports (no anyio in the data path)."""
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.AsyncNetworkStream:
+        loop = asyncio.get_running_loop()
+        local = (local_address, 0) if local_address else None
+        connection = loop.create_connection(_Buffered, host, port, local_addr=local)
+        transport, protocol = await _connected(connection, timeout)
+        sock: socket.socket | None = transport.get_extra_info("socket")
+        for option in socket_options or ():
+            if sock is not None:
+                sock.setsockopt(*option)
+        return AsyncioStream(transport, protocol)
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Any = None
+    ) -> httpcore.AsyncNetworkStream:
+        loop = asyncio.get_running_loop()
+        transport, protocol = await _connected(
+            loop.create_unix_connection(_Buffered, path), timeout
+        )
+        return AsyncioStream(transport, protocol)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+async def _connected(connection: Any, timeout: float | None) -> tuple[asyncio.Transport, _Buffered]:
+    try:
+        async with asyncio.timeout(timeout):
+            transport, protocol = await connection
+    except TimeoutError as error:
+        raise httpcore.ConnectTimeout("timed out connecting to the server") from error
+    except OSError as error:
+        raise httpcore.ConnectError(str(error)) from error
+    return transport, protocol
+
+
+_DEFAULT_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20)
+"""httpx's own defaults."""
+
+_PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
+
+
+class AsyncioTransport(httpx.AsyncHTTPTransport):
+    """`httpx.AsyncHTTPTransport` with the same settings, on `AsyncioBackend`."""
+
+    def __init__(
+        self, *, verify: ssl.SSLContext | str | bool = True, limits: httpx.Limits = _DEFAULT_LIMITS
+    ) -> None:
+        super().__init__(verify=verify, limits=limits)
+        ssl_context = httpx.create_ssl_context(verify=verify)
+        # The one private name used: httpx builds its pool in __init__ with no way to pass a
+        # network backend; the pool is replaced with the same settings and this backend.
+        # tests/unit/test_transport.py checks that requests really take this path.
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=ssl_context,
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=AsyncioBackend(),
+        )
+
+
+def lean_transport(limits: httpx.Limits = _DEFAULT_LIMITS) -> AsyncioTransport | None:
+    """The transport for a client of llama-server: `AsyncioTransport`, or None (httpx's own)
+    when the environment names an HTTP proxy, which httpx honours only with its own transport."""
+    if any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES):
+        return None
+    return AsyncioTransport(limits=limits)
+
+
+__all__ = ["AsyncioBackend", "AsyncioStream", "AsyncioTransport", "lean_transport"]

@@ -1,0 +1,171 @@
+"""`AsyncioTransport`: httpx on asyncio's own sockets behaves as httpx's own transport does.
+
+Each test runs a small HTTP/1.1 server on a real socket (asyncio.start_server), so the bytes take
+the path a llama-server's do: connect, write, read, keep-alive, chunked streams, timeouts, TLS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+import trustme
+
+from spectui.core.llama.transport import AsyncioStream, AsyncioTransport, lean_transport
+
+from .socket_server import CHUNKED_HEAD, chunk, plain, request_head, serve
+
+
+@pytest.fixture
+async def echo_server() -> AsyncIterator[str]:
+    """Answers every request on a connection with its request line and body length."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                line, length = await request_head(reader)
+                writer.write(plain(f"{line} {length}".encode()))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    async for url in serve(handler):
+        yield url
+
+
+async def test_requests_take_the_asyncio_path_and_reuse_the_connection(echo_server: str) -> None:
+    async with httpx.AsyncClient(transport=AsyncioTransport()) as http:
+        first = await http.get(f"{echo_server}/health")
+        second = await http.post(f"{echo_server}/completion", content=b"x" * 10)
+    assert first.text == "GET /health HTTP/1.1 0"
+    assert second.text == "POST /completion HTTP/1.1 10"
+    stream = first.extensions["network_stream"]
+    assert isinstance(stream, AsyncioStream)  # (httpx did not fall back to its own backend)
+    assert second.extensions["network_stream"] is stream  # one connection, kept alive
+
+
+async def test_a_large_body_is_sent_whole(echo_server: str) -> None:
+    body = b"y" * (4 * 2**20)  # (more than the socket's buffer: the write waits for it to drain)
+    async with httpx.AsyncClient(transport=AsyncioTransport()) as http:
+        answer = await http.post(f"{echo_server}/big", content=body)
+    assert answer.text == f"POST /big HTTP/1.1 {len(body)}"
+
+
+async def test_a_large_answer_read_late_arrives_whole() -> None:
+    body = bytes(range(256)) * 8192  # 2 MiB: reading pauses at the high-water mark and resumes
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await request_head(reader)
+        writer.write(plain(body))
+        await writer.drain()
+        writer.close()
+
+    async for url in serve(handler):
+        async with (
+            httpx.AsyncClient(transport=AsyncioTransport()) as http,
+            http.stream("GET", url) as response,
+        ):
+            await asyncio.sleep(0.2)  # (everything the socket holds arrives meanwhile)
+            assert await response.aread() == body
+
+
+async def test_a_paced_stream_takes_what_arrived_meanwhile_in_one_read() -> None:
+    gate = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await request_head(reader)
+        writer.write(CHUNKED_HEAD + chunk(b"data: 0\n\n"))
+        await writer.drain()
+        await gate.wait()
+        for n in range(1, 4):  # three chunks, each its own write, inside the client's gap
+            writer.write(chunk(f"data: {n}\n\n".encode()))
+            await writer.drain()
+            await asyncio.sleep(0.02)
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    async for url in serve(handler):
+        async with (
+            httpx.AsyncClient(transport=AsyncioTransport()) as http,
+            http.stream("GET", url) as response,
+        ):
+            stream = response.extensions["network_stream"]
+            assert isinstance(stream, AsyncioStream)
+            lines = response.aiter_lines()
+            assert await anext(lines) == "data: 0"
+            stream.read_gap = 2.0  # far longer than the three chunks take
+            reads_before = stream.last_read_t
+            gate.set()
+            rest = [line async for line in lines if line]
+            stream.read_gap = 0.0
+    assert rest == ["data: 1", "data: 2", "data: 3"]
+    # The three chunks (and the end) were taken after the gap, in one read, not one each.
+    assert stream.previous_read_t == reads_before
+
+
+async def test_a_silent_server_times_out_and_a_closed_port_is_a_connect_error() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await request_head(reader)
+        await asyncio.sleep(5)
+
+    async for url in serve(handler):
+        async with httpx.AsyncClient(transport=AsyncioTransport()) as http:
+            with pytest.raises(httpx.ReadTimeout):
+                await http.get(url, timeout=httpx.Timeout(5.0, read=0.1))
+    async with httpx.AsyncClient(transport=AsyncioTransport()) as http:
+        with pytest.raises(httpx.ConnectError):
+            await http.get(url)  # (the server is gone)
+
+
+async def test_a_server_that_hangs_up_mid_answer_is_a_transport_error() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await request_head(reader)
+        writer.write(CHUNKED_HEAD + chunk(b"data: 0\n\n"))
+        await writer.drain()
+        writer.close()
+
+    async for url in serve(handler):
+        async with httpx.AsyncClient(transport=AsyncioTransport()) as http:
+            with pytest.raises(httpx.TransportError):
+                await http.get(url)
+
+
+async def test_https_through_the_asyncio_path() -> None:
+    authority = trustme.CA()
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("127.0.0.1").configure_cert(server_tls)
+    client_tls = ssl.create_default_context()
+    authority.configure_trust(client_tls)
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await request_head(reader)
+        writer.write(plain(b"secret"))
+        await writer.drain()
+        await reader.read()  # (open until the client hangs up)
+        writer.close()
+
+    async for url in serve(handler, tls=server_tls):
+        async with (
+            httpx.AsyncClient(transport=AsyncioTransport(verify=client_tls)) as http,
+            http.stream("GET", url) as answer,
+        ):
+            assert answer.extensions["network_stream"].get_extra_info("ssl_object") is not None
+            assert await answer.aread() == b"secret"
+        async with httpx.AsyncClient(transport=AsyncioTransport()) as http:
+            with pytest.raises(httpx.ConnectError):  # (an unknown authority is refused)
+                await http.get(url)
+
+
+def test_an_http_proxy_in_the_environment_keeps_httpx_own_transport(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    assert isinstance(lean_transport(), AsyncioTransport)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert lean_transport() is None  # (httpx honours the variable only with its own transport)
