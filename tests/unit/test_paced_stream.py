@@ -88,8 +88,8 @@ async def test_a_paced_run_loses_nothing_and_reads_in_batches(
     streams: set[AsyncioStream] = set()
     original = AsyncioStream.read
 
-    async def counting_read(self: AsyncioStream, max_bytes: int, *args: float | None) -> bytes:
-        data = await original(self, max_bytes, *args)
+    async def counting_read(self: AsyncioStream, max_bytes: int, **kw: float | None) -> bytes:
+        data = await original(self, max_bytes, **kw)
         reads.append(len(data))
         streams.add(self)
         return data
