@@ -14,6 +14,7 @@ from spectui.app_setup import recorder
 from spectui.config import Settings
 from spectui.core.events import MemoryEvent
 from spectui.ui.app import SpectuiApp
+from spectui.ui.widgets.charts import REDRAW_INTERVAL_S
 
 
 async def test_a_stream_that_stops_sending_causes_no_redraws(
@@ -36,10 +37,10 @@ async def test_a_stream_that_stops_sending_causes_no_redraws(
         await settle(pilot, lambda: main_screen(app).running and len(engine.emitted) >= 40)
         assert frames, "a streaming run draws frames"
         # Let what was already in flight land: the token flush (50 ms), the metrics pane's
-        # throttle (250 ms) and the charts' next tick (1 s).
-        await pilot.pause(1.5)
+        # throttle (250 ms) and the charts' next tick.
+        await pilot.pause(REDRAW_INTERVAL_S + 0.5)
         quiet_from = len(frames)
-        await pilot.pause(3.0)  # three ticks of every timer the screen has
+        await pilot.pause(2 * REDRAW_INTERVAL_S)  # two ticks of every timer the screen has
         assert frames[quiet_from:] == [], "frames were drawn while nothing changed"
         assert main_screen(app).running  # still a run in progress, only a silent one
         engine.run_gate.set()  # type: ignore[union-attr]

@@ -44,20 +44,44 @@ class LeanCompositor(Compositor):
         if crop is None or not update:
             yield from super()._get_renders(crop)
             return
-        for widget, (region, clip) in self.visible_widgets.items():
+        drawn: list[Region] = []
+        for widget, (region, clip) in self.visible_widgets.items():  # (front to back)
             visible = region.intersection(clip)
             # Not the bounding box of the update: a token line and a metrics line far apart
             # would take in every widget between them.
             touched = [dirty for dirty in update if visible.overlaps(dirty)]
             if not touched:
                 continue  # none of its cells is in the update: nothing of it is drawn
+            if all(_covered(visible.intersection(dirty), drawn) for dirty in touched):
+                # Widgets in front already fill every cell of it the update needs (a container
+                # behind a token line): the first strip drawn for a cell wins, so its own
+                # strips would be thrown away.
+                continue
             top = max(visible.y, min(dirty.y for dirty in touched))
             bottom = min(visible.bottom, max(dirty.bottom for dirty in touched))
             rows = Region(visible.x, top, visible.width, bottom - top)
             strips = widget.render_lines(
                 Region(rows.x - region.x, rows.y - region.y, rows.width, rows.height)
             )
+            drawn.append(rows)
             yield region, rows, strips
+
+
+def _covered(part: Region, drawn: list[Region]) -> bool:
+    """Whether the regions in ``drawn`` together cover every cell of ``part``."""
+    over = [region for region in drawn if region.overlaps(part)]
+    if not over:
+        return False
+    for y in part.line_range:
+        x = part.x
+        # Walk the row left to right over the spans that cover it (few: one per pane).
+        for span in sorted((r.x, r.right) for r in over if r.y <= y < r.bottom):
+            if span[0] > x:
+                break
+            x = max(x, span[1])
+        if x < part.right:
+            return False
+    return True
 
 
 def use_lean_compositor(screen: Screen[Any]) -> None:

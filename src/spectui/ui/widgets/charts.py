@@ -25,10 +25,10 @@ from textual_plotext import PlotextPlot
 
 from spectui.core.events import RunMetrics, StepEvent, TokenEvent
 
-REDRAW_INTERVAL_S = 1.0
-"""Charts redraw at most once a second, and only when their data changed: building the plotext
-plot was the largest single cost of watching a run in a real terminal (~20 % of the app's CPU
-at 2 Hz), and a trend over seconds reads the same at 1 Hz."""
+REDRAW_INTERVAL_S = 2.0
+"""Charts redraw at most every two seconds, and only when what they show changed: a frame with
+the three charts cost ~25 ms in a real terminal (plotext alone ~8 ms), at 1 Hz two fifths of
+what drawing a 50 tok/s run cost; a trend over tens of seconds reads the same at 0.5 Hz."""
 
 SERIES_LENGTH = 600
 """Samples kept per series (older ones scroll off)."""
@@ -52,6 +52,11 @@ class PositionBars(Widget):
         super().__init__(id=id)
         self.rates: list[float] = []
 
+    def cells(self, rates: list[float]) -> list[int]:
+        """The bars' heights in eighths of a cell, as drawn at the current size."""
+        height = max(1, self.size.height - 1)
+        return [round(rate * height * 8) for rate in rates]
+
     def render(self) -> Text:
         bar = self.get_component_rich_style("bars--bar")
         axis = self.get_component_rich_style("bars--axis")
@@ -61,9 +66,10 @@ class PositionBars(Widget):
         width = max(1, min(6, self.size.width // max(1, len(self.rates))))
         rates = self.rates[: max(1, self.size.width // width)]
         text = Text(no_wrap=True, overflow="crop")
+        heights = self.cells(rates)
         for row in range(height, 0, -1):
-            for rate in rates:
-                eighths = round(rate * height * 8) - (row - 1) * 8
+            for bar_eighths in heights:
+                eighths = bar_eighths - (row - 1) * 8
                 cell = BLOCKS[max(0, min(8, eighths))]
                 text.append((cell * (width - 1) or cell).ljust(width), bar)
             text.append("\n")
@@ -166,9 +172,9 @@ class ChartsPane(Horizontal):
             _set_data(self.query_one("#tps-spark", Sparkline), [rate for _, rate in tps])
             _set_data(self.query_one("#steps-spark", Sparkline), list(self.accepted_per_step))
             bars = self.query_one(PositionBars)
-            if bars.rates != self.position_rates:
-                bars.rates = self.position_rates
-                bars.refresh()
+            if bars.cells(bars.rates) != bars.cells(self.position_rates):
+                bars.refresh()  # (rates move a little with every step; the bars seldom do)
+            bars.rates = self.position_rates
             plot = self.query_one("#tps-plot", PlotextPlot)
             if plot.display and tps != self._plotted:
                 self._plotted = tps

@@ -21,7 +21,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
@@ -33,6 +33,9 @@ MAX_TOKENS = 4000
 """Tokens kept on screen; enough for any demo, small enough to re-wrap at 20 Hz."""
 
 REJECT_MARK = "✗"
+
+SCROLL_STEPS = 4
+"""Following a growing answer, the view scrolls by 1/SCROLL_STEPS of its height at a time."""
 """Drawn before a target token that replaced rejected drafts, followed by the count."""
 
 
@@ -181,6 +184,8 @@ class TokenView(ScrollView, can_focus=True):
         self._wrapped: WrappedLines | None = None
         self._strips: dict[int, Strip] = {}
         self._styles: TokenStyles | None = None
+        self._growing = True
+        """Whether the answer is still arriving (and scrolls in steps); see `settle`."""
 
     @property
     def styles_now(self) -> TokenStyles:
@@ -216,8 +221,19 @@ class TokenView(ScrollView, can_focus=True):
         return wrapped
 
     def _sync_size(self) -> bool:
-        """Match the virtual size to the wrapped answer; True when that needs a layout."""
-        size = Size(self.wrapped.width, len(self.wrapped))
+        """Match the virtual size to the wrapped answer; True when that needs a layout.
+
+        An answer taller than the view gets blank lines below it, up to a whole `SCROLL_STEPS`
+        of the view: following the answer then scrolls a few lines at a time, not one. Each
+        scroll redraws the whole pane and its scrollbar (at 50 tok/s in a 64-column pane, three
+        times a second: a third of the app's CPU, and most of the bytes sent to the terminal).
+        """
+        lines = len(self.wrapped)
+        view = self.scrollable_content_region.height
+        if self._growing and view and lines > view:
+            step = max(1, view // SCROLL_STEPS)
+            lines = view + -(-(lines - view) // step) * step
+        size = Size(self.wrapped.width, lines)
         if size == self.virtual_size:
             return False
         if (
@@ -235,7 +251,16 @@ class TokenView(ScrollView, can_focus=True):
         self.virtual_size = size
         return True
 
+    def settle(self) -> None:
+        """The answer is complete: drop the blank lines kept for scrolling in steps, so it
+        ends at the bottom of the view (one scroll, once)."""
+        follow = self.scroll_y >= self.max_scroll_y - 1
+        self._growing = False
+        if self._sync_size() or follow:
+            self.scroll_end(animate=False, force=True)
+
     def clear(self) -> None:
+        self._growing = True
         self.model.clear()
         self._invalidate()
         self._sync_size()
@@ -274,6 +299,12 @@ class TokenView(ScrollView, can_focus=True):
             self.refresh_line(lines_before)
         else:
             self.refresh()
+
+    def refresh_line(self, y: int) -> None:
+        # The content's width, not the widget's: a line that reached the scrollbar's column
+        # redrew the scrollbar with every batch, though the open line never moves its thumb.
+        width = self.scrollable_content_region.width
+        self.refresh(Region(0, y - self.scroll_offset.y, width, 1))
 
     def notify_style_update(self) -> None:
         # The theme changed: rendered lines carry the old colours.
@@ -345,3 +376,4 @@ class AnswerPane(Vertical):
 
     def finish(self, status: str) -> None:
         self.border_subtitle = status
+        self.view.settle()
