@@ -293,18 +293,19 @@ class TokenView(ScrollView, can_focus=True):
             # Scroll now, not after the next refresh: a scroll repaints the whole view, and a
             # deferred one drew every batch that started a line twice.
             self.scroll_end(animate=False, immediate=True)
-        elif self._wrapped is not None and len(self._wrapped.lines) == lines_before:
-            # Only the open line grew (most batches at a few hundred tokens/s): repaint that
-            # line, not the whole view.
-            self.refresh_line(lines_before)
+        elif self._wrapped is not None and lines_before >= 0:
+            # Only the open line grew, or it was finished and new ones opened below it (the
+            # blank lines kept for scrolling in steps take them): repaint those lines, not the
+            # whole view.
+            self.refresh_lines(lines_before, len(self._wrapped.lines) - lines_before + 1)
         else:
             self.refresh()
 
-    def refresh_line(self, y: int) -> None:
+    def refresh_lines(self, y_start: int, line_count: int = 1) -> None:
         # The content's width, not the widget's: a line that reached the scrollbar's column
-        # redrew the scrollbar with every batch, though the open line never moves its thumb.
+        # redrew the scrollbar with every batch, though new lines never move its thumb.
         width = self.scrollable_content_region.width
-        self.refresh(Region(0, y - self.scroll_offset.y, width, 1))
+        self.refresh(Region(0, y_start - self.scroll_offset.y, width, line_count))
 
     def notify_style_update(self) -> None:
         # The theme changed: rendered lines carry the old colours.
