@@ -1,6 +1,6 @@
-"""What watching costs: CPU of `spectui stream` and of the TUI in a real terminal (tmux), at a
-steady token rate, against a paced stand-in server (`fake_server.py`) so only the client's own
-work is measured.
+"""What watching costs: CPU of `spectui stream`, of `spectui proxy` (a `curl -N` client streaming
+through it) and of the TUI in a real terminal (tmux), at a steady token rate, against a paced
+stand-in server (`fake_server.py`) so only the client's own work is measured.
 
 Each client streams a long response at RATE tokens/s; after a warm-up its CPU (user + system,
 all threads, from /proc) is read over a window mid-run, as a share of one core. Rounds alternate
@@ -84,6 +84,34 @@ def stream_cpu(url: str, src: Path, tokens: int, window: float) -> float:
         proc.wait()
 
 
+def proxy_cpu(url: str, src: Path, tokens: int, window: float) -> float:
+    """CPU of `spectui proxy --format jsonl` while a `curl -N` client streams through it."""
+    port = free_port("127.0.0.1")
+    argv = [PYTHON, "-m", "spectui.cli", "proxy", "--url", url, "--listen", f"127.0.0.1:{port}",
+            "--format", "jsonl"]  # fmt: skip
+    proc = subprocess.Popen(argv, env=env_for(src), stdout=subprocess.DEVNULL)
+    body = f'{{"prompt": "x", "n_predict": {tokens}, "stream": true}}'
+    client: subprocess.Popen[bytes] | None = None
+    try:
+        for _ in range(100):
+            with contextlib.suppress(subprocess.CalledProcessError):
+                subprocess.run(["curl", "-sf", f"http://127.0.0.1:{port}/health"], check=True,
+                               capture_output=True)  # fmt: skip
+                break
+            time.sleep(0.1)
+        client = subprocess.Popen(
+            ["curl", "-sN", f"http://127.0.0.1:{port}/completion", "-d", body],
+            stdout=subprocess.DEVNULL,
+        )
+        time.sleep(WARMUP_S)
+        return window_cpu(proc.pid, window)
+    finally:
+        for running in (client, proc):
+            if running is not None:
+                running.terminate()
+                running.wait()
+
+
 def tui_cpu(url: str, src: Path, tokens: int, window: float) -> tuple[float, float]:
     """(CPU %, bytes written to the terminal per second) of the TUI in tmux."""
     session = f"spectui-bench-{os.getpid()}"
@@ -140,10 +168,14 @@ def main() -> None:
                 runs.setdefault(f"stream {label}", []).append(
                     stream_cpu(url, src, tokens, args.window)
                 )
+                runs.setdefault(f"proxy {label}", []).append(
+                    proxy_cpu(url, src, tokens, args.window)
+                )
                 cpu, written = tui_cpu(url, src, tokens, args.window)
                 runs.setdefault(f"tui {label}", []).append(cpu)
                 runs.setdefault(f"tui {label} bytes/s", []).append(written)
                 print(f"{label}: stream {runs[f'stream {label}'][-1]:.1f} % · "
+                      f"proxy {runs[f'proxy {label}'][-1]:.1f} % · "
                       f"tui {cpu:.1f} % ({written / 1000:.1f} kB/s)", flush=True)  # fmt: skip
     figures = {name: round(median(values), 2) for name, values in runs.items()}
     for name, value in figures.items():
