@@ -95,7 +95,7 @@ def proxy_cpu(url: str, src: Path, tokens: int, window: float) -> float:
     try:
         for _ in range(100):
             with contextlib.suppress(subprocess.CalledProcessError):
-                subprocess.run(["curl", "-sf", f"http://127.0.0.1:{port}/health"], check=True,
+                subprocess.run(["curl", "-sfm", "2", f"http://127.0.0.1:{port}/health"], check=True,
                                capture_output=True)  # fmt: skip
                 break
             time.sleep(0.1)

@@ -20,7 +20,7 @@ from spectui.ui.app import SpectuiApp
 from spectui.ui.messages import RunEnded, RunFailed, RunStarted, TokensArrived
 from spectui.ui.screens.dialogs import ConfirmScreen, HelpScreen
 from spectui.ui.screens.spec_picker import SpecPickerScreen
-from spectui.ui.widgets.tokens import TokenView
+from spectui.ui.widgets.tokens import MAX_TOKENS, SCROLL_STEPS, TokenView
 
 MakeApp = Callable[..., SpectuiApp]
 
@@ -371,6 +371,47 @@ async def test_answer_follows_the_end_unless_scrolled_up() -> None:
         await pilot.press("r")
         await settle(pilot, _done(app, runs=2))
         assert view.scroll_y == view.max_scroll_y > 0  # a new run follows again
+
+
+async def test_a_growing_answer_scrolls_in_steps_and_settles_at_the_bottom() -> None:
+    gate = asyncio.Event()
+    engine = FakeEngine(run_gate=gate, hold_after=300)
+    app = SpectuiApp(engine, Settings(n_predict=400), prompt="Go on and on", autorun=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.screen.query_one(TokenView)
+        await settle(pilot, lambda: len(engine.emitted) >= 300 and view.max_scroll_y > 10)
+        height = view.scrollable_content_region.height
+        lines = len(view.wrapped)
+        step = max(1, height // SCROLL_STEPS)
+        # Blank lines below the answer, fewer than a step: it scrolls a step at a time...
+        assert 0 <= view.virtual_size.height - lines < step
+        assert (view.virtual_size.height - height) % step == 0
+        # ...and the newest line is on screen.
+        assert view.scroll_y == view.max_scroll_y
+        assert view.scroll_y <= lines - 1 < view.scroll_y + height
+        gate.set()
+        await settle(pilot, _done(app))
+        # The answer complete, the blank lines go: it ends on the view's last line.
+        assert view.virtual_size.height == len(view.wrapped)
+        assert view.scroll_y == view.max_scroll_y
+
+
+async def test_the_view_keeps_following_when_early_tokens_are_dropped() -> None:
+    # Past MAX_TOKENS the oldest tokens go and the answer is wrapped anew, shorter: the view
+    # must still show the newest line (a bug once left it scrolled past the end, drawing
+    # nothing new until the next scroll).
+    gate = asyncio.Event()
+    held = MAX_TOKENS + 600
+    engine = FakeEngine(run_gate=gate, hold_after=held)
+    app = SpectuiApp(engine, Settings(n_predict=held + 400), prompt="long", autorun=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.screen.query_one(TokenView)
+        await settle(pilot, lambda: view.model.dropped + len(view.model.tokens) >= held)
+        assert view.scroll_y <= view.max_scroll_y
+        assert view.scroll_y <= len(view.wrapped) - 1 < view.scroll_y + view.size.height
+        gate.set()
+        await settle(pilot, _done(app))
+        assert view.scroll_y == view.max_scroll_y
 
 
 async def test_a_dialog_submitted_twice_answers_once(engine: FakeEngine, make_app: MakeApp) -> None:

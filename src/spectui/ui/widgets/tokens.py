@@ -239,6 +239,7 @@ class TokenView(ScrollView, can_focus=True):
         if (
             self.show_vertical_scrollbar
             and size.width == self.virtual_size.width
+            and size.height > self.virtual_size.height
             and size.height > self.scrollable_content_region.height
         ):
             # The answer only grew, and the scrollbar is already there: nothing else on the
@@ -276,6 +277,7 @@ class TokenView(ScrollView, can_focus=True):
         lines_before = len(self.wrapped.lines) if self._wrapped is not None else -1
         if self.model.extend(events) or was_empty:
             self._invalidate()
+            lines_before = -1  # (rewrapped: every line may have moved)
         else:
             styles = self.styles_now
             text = Text()
@@ -289,7 +291,7 @@ class TokenView(ScrollView, can_focus=True):
             # thumb starts where the view is. (force: scrolling is not allowed until then.)
             self.refresh()
             self.scroll_end(animate=False, force=True)
-        elif follow and self.max_scroll_y > self.scroll_y:
+        elif follow and self.max_scroll_y != self.scroll_y:
             # Scroll now, not after the next refresh: a scroll repaints the whole view, and a
             # deferred one drew every batch that started a line twice.
             self.scroll_end(animate=False, immediate=True)
