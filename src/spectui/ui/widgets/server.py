@@ -7,6 +7,7 @@ the cause is on screen without another key press.
 from __future__ import annotations
 
 from collections.abc import Callable
+from time import monotonic
 from typing import ClassVar
 
 from rich.text import Text
@@ -45,6 +46,11 @@ def describe(info: ServerInfo) -> str:
     return " · ".join(parts)
 
 
+CPU_REDRAW_S = 1.0
+"""The CPU shares are redrawn at most once a second: the samples come twice a second, and the
+bar's two lines cost as much to draw as a token frame."""
+
+
 class ServerBar(Widget):
     """Two lines: the state (with detail), then what the server is."""
 
@@ -64,6 +70,7 @@ class ServerBar(Widget):
         self.detail = "not started"
         self.cpu = ""
         """spectui's and the server's CPU from the latest sample: the observer's price."""
+        self._cpu_shown = -CPU_REDRAW_S
 
     def set_state(self, state: ServerState, detail: str) -> None:
         self.state, self.detail = state, detail
@@ -80,8 +87,11 @@ class ServerBar(Widget):
         client, server = sample.client_cpu_percent, sample.server_cpu_percent
         # A tenth of a percent for spectui's share: small is where it should be.
         cpu = f"spectui {client:.1f} % · server {server:.0f} %"
-        if cpu != self.cpu:
-            self.cpu = cpu
+        if cpu == self.cpu:
+            return
+        self.cpu = cpu  # (drawn now, or with whatever redraws the bar next)
+        if (now := monotonic()) - self._cpu_shown >= CPU_REDRAW_S:
+            self._cpu_shown = now
             self.refresh()
 
     def set_info(self, info: ServerInfo) -> None:
