@@ -7,7 +7,10 @@ the path a llama-server's do: connect, write, read, keep-alive, chunked streams,
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
+import threading
+import time
 from collections.abc import AsyncIterator
 
 import httpx
@@ -45,6 +48,35 @@ async def test_requests_take_the_asyncio_path_and_reuse_the_connection(echo_serv
     stream = first.extensions["network_stream"]
     assert isinstance(stream, AsyncioStream)  # (httpx did not fall back to its own backend)
     assert second.extensions["network_stream"] is stream  # one connection, kept alive
+
+
+async def test_a_connection_the_server_just_closed_is_not_reused() -> None:
+    # A server in a thread of its own, so it can hang up while the client's loop is held.
+    listener = socket.create_server(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+    def serve_twice() -> None:
+        for _ in range(2):
+            connection, _ = listener.accept()
+            with connection:
+                connection.recv(65536)
+                connection.sendall(plain(b"once"))  # (no "Connection: close")
+                time.sleep(0.05)  # then it hangs up, after the client has its answer
+
+    server = threading.Thread(target=serve_twice, daemon=True)
+    server.start()
+    async with httpx.AsyncClient(transport=AsyncioTransport()) as http:
+        first = await http.get(url)
+        stream = first.extensions["network_stream"]
+        # The hang-up reaches the kernel while the loop does not run (as when the next request
+        # follows at once): the connection must count as gone all the same.
+        time.sleep(0.3)  # noqa: ASYNC251 (blocking on purpose: the loop must not see it)
+        assert stream.get_extra_info("is_readable")
+        second = await http.get(url)
+    server.join(5)
+    listener.close()
+    assert first.text == second.text == "once"
+    assert second.extensions["network_stream"] is not stream  # a fresh connection
 
 
 async def test_a_large_body_is_sent_whole(echo_server: str) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import select
 import socket
 import ssl
 from typing import Any
@@ -193,7 +194,13 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
     def get_extra_info(self, info: str) -> Any:
         transport = self._transport
         if info == "is_readable":  # (httpcore asks before reusing an idle connection)
-            return bool(self._protocol.chunks) or self._protocol.eof
+            protocol = self._protocol
+            if protocol.chunks or protocol.eof or transport.is_closing():
+                return True
+            # The kernel's view too, as httpcore's own backends look: a server that hung up a
+            # moment ago has its end-of-stream in the socket before the loop has read it, and a
+            # request sent on that connection would fail (502 through the proxy).
+            return _socket_readable(transport.get_extra_info("socket"))
         if info == "client_addr":
             return transport.get_extra_info("sockname")
         if info == "server_addr":
@@ -201,6 +208,18 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         if info in ("socket", "ssl_object") and not transport.is_closing():
             return transport.get_extra_info(info)  # (a closed TLS transport raises instead)
         return None
+
+
+def _socket_readable(sock: Any) -> bool:
+    """Whether a read would return at once (data or end of stream), without reading."""
+    fd = -1 if sock is None else sock.fileno()
+    if fd < 0:
+        return True
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([fd], [], [], 0)[0])  # (Windows)
 
 
 class AsyncioBackend(httpcore.AsyncNetworkBackend):
