@@ -17,7 +17,13 @@ import httpx
 import pytest
 import trustme
 
-from spectui.core.llama.transport import AsyncioStream, AsyncioTransport, lean_transport
+from spectui.core.llama.transport import (
+    BUSY_READ_BYTES,
+    AsyncioStream,
+    AsyncioTransport,
+    _Buffered,
+    lean_transport,
+)
 
 from .socket_server import CHUNKED_HEAD, chunk, plain, request_head, serve
 
@@ -201,3 +207,27 @@ def test_an_http_proxy_in_the_environment_keeps_httpx_own_transport(
     assert isinstance(lean_transport(), AsyncioTransport)
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
     assert lean_transport() is None  # (httpx honours the variable only with its own transport)
+
+
+async def test_a_busy_stream_is_not_held_back() -> None:
+    # Paced reads hold a thin stream in the kernel; a read that came back full (a busy stream)
+    # means the next one is not held: its tokens would only be later for it.
+    class Transport:
+        paused = 0
+
+        def pause_reading(self) -> None:
+            self.paused += 1
+
+        def resume_reading(self) -> None:
+            pass
+
+    transport = Transport()
+    stream = AsyncioStream(transport, _Buffered())  # type: ignore[arg-type]
+    loop = asyncio.get_running_loop()
+    stream.read_gap, stream.last_read_t = 0.05, loop.time()
+    stream._last_size = BUSY_READ_BYTES
+    await stream._hold(loop)
+    assert transport.paused == 0
+    stream._last_size = 400  # one chunk: a thin stream is held until the gap has passed
+    await stream._hold(loop)
+    assert transport.paused == 1
