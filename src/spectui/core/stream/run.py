@@ -4,7 +4,9 @@
 no read timeout on the open stream, a stall watchdog instead, memory samples at <= 2 Hz, metric
 snapshots at ~10 Hz, and a `cancel()` that ends the run with a summary instead of an exception.
 The reader runs in its own task and hands events over through a queue, so a slow consumer never
-trips the stall watchdog and a timeout never fires inside the consumer's code.
+trips the stall watchdog and a timeout never fires inside the consumer's code. Over spectui's
+asyncio transport the stream is read paced after the first token (`READ_GAP_S`), and tokens read
+together are stamped with their estimated arrival (`ChunkProcessor._arrival`).
 """
 
 from __future__ import annotations
