@@ -271,8 +271,12 @@ async def _connected(connection: Any, timeout: float | None) -> tuple[asyncio.Tr
             transport, protocol = await connection
     except TimeoutError as error:
         raise httpcore.ConnectTimeout("timed out connecting to the server") from error
+    except ConnectionRefusedError as error:
+        # Not "[Errno 111] Connect call failed ('127.0.0.1', 1)": the address is in spectui's
+        # own message already.
+        raise httpcore.ConnectError("connection refused") from error
     except OSError as error:
-        raise httpcore.ConnectError(str(error)) from error
+        raise httpcore.ConnectError(error.strerror or str(error)) from error
     return transport, protocol
 
 
