@@ -226,8 +226,34 @@ async def test_a_busy_stream_is_not_held_back() -> None:
     loop = asyncio.get_running_loop()
     stream.read_gap, stream.last_read_t = 0.05, loop.time()
     stream._last_size = BUSY_READ_BYTES
-    await stream._hold(loop)
+    assert stream._hold(loop) is None
     assert transport.paused == 0
     stream._last_size = 400  # one chunk: a thin stream is held until the gap has passed
-    await stream._hold(loop)
-    assert transport.paused == 1
+    held = stream._hold(loop)
+    assert held is not None and transport.paused == 1
+    held.cancel()
+
+
+async def test_a_read_cancelled_while_held_leaves_the_socket_readable() -> None:
+    # The hold pauses the socket and a timer resumes it; a read cancelled before the timer
+    # fires (the user stopped the run) must not leave the connection paused for the next one.
+    class Transport:
+        reading = True
+
+        def pause_reading(self) -> None:
+            self.reading = False
+
+        def resume_reading(self) -> None:
+            self.reading = True
+
+    transport = Transport()
+    stream = AsyncioStream(transport, _Buffered())  # type: ignore[arg-type]
+    loop = asyncio.get_running_loop()
+    stream.read_gap, stream.last_read_t, stream._last_size = 30.0, loop.time(), 400
+    read = asyncio.ensure_future(stream.read(1024))
+    await asyncio.sleep(0.01)
+    assert not transport.reading  # held: the data waits in the kernel
+    read.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await read
+    assert transport.reading

@@ -126,9 +126,8 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         protocol = self._protocol
         loop = asyncio.get_running_loop()
-        if not protocol.chunks and not protocol.eof and self.read_gap > 0:
-            await self._hold(loop)
         if not protocol.chunks and not protocol.eof:
+            held = self._hold(loop) if self.read_gap > 0 else None
             protocol.waiter = loop.create_future()
             try:
                 if timeout is None:
@@ -140,6 +139,9 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
                 raise httpcore.ReadTimeout("timed out reading from the server") from error
             finally:
                 protocol.waiter = None
+                if held is not None:  # (cancelled, or it ended early: never leave it paused)
+                    held.cancel()
+                    self._release()
         if protocol.chunks:
             self.previous_read_t, self.last_read_t = self.last_read_t, loop.time()
             data = protocol.take(max_bytes)
@@ -149,20 +151,22 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
             raise httpcore.ReadError(str(protocol.error)) from protocol.error
         return b""  # (end of stream: httpcore decides whether that was early)
 
-    async def _hold(self, loop: asyncio.AbstractEventLoop) -> None:
+    def _hold(self, loop: asyncio.AbstractEventLoop) -> asyncio.TimerHandle | None:
         """Leave the socket unread until `read_gap` after the latest read, unless that read was
         a full one (`BUSY_READ_BYTES`): a busy stream already comes in batches, and holding it
-        would only make its tokens later (at 5,000 tok/s, by up to the whole gap)."""
+        would only make its tokens later (at 5,000 tok/s, by up to the whole gap).
+
+        The socket is paused and a timer resumes it, while the read waits for data as usual:
+        the reading task wakes once per batch (a sleep before waiting woke it twice)."""
         wait = self.last_read_t + self.read_gap - loop.time()
         if wait <= 0 or self._last_size >= BUSY_READ_BYTES:
-            return
-        transport = self._transport
-        transport.pause_reading()  # (else the loop would wake for each arrival anyway)
-        try:
-            await asyncio.sleep(wait)
-        finally:
-            if not self._protocol.paused_reading:  # (not held back for a full buffer)
-                transport.resume_reading()
+            return None
+        self._transport.pause_reading()  # (else the loop would wake for each arrival anyway)
+        return loop.call_later(wait, self._release)
+
+    def _release(self) -> None:
+        if not self._protocol.paused_reading:  # (not held back for a full buffer)
+            self._transport.resume_reading()  # (a no-op when reading is not paused)
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         protocol = self._protocol
