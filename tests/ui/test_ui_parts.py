@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from fake_engine import FakeEngine
+from plotext._figure import _figure_class
+from rich.text import Text
 from textual.color import Color
 from textual.strip import Strip
 
@@ -47,6 +49,7 @@ from spectui.ui.themes import (
 )
 from spectui.ui.widgets.charts import _thinned
 from spectui.ui.widgets.metrics import MetricsPane, RunColumn
+from spectui.ui.widgets.plot import ansi_text
 from spectui.ui.widgets.tokens import TokenLog
 
 
@@ -367,3 +370,23 @@ def test_a_long_tokens_per_second_series_is_thinned_to_what_the_plot_can_show() 
     mean = sum(r for _, r in points) / len(points)
     assert abs(sum(r for _, r in thinned) / len(thinned) - mean) < 0.1
     assert _thinned(points[:50], 116) == points[:50]  # short series are plotted as they are
+
+
+@pytest.mark.parametrize("colour", [(120, 200, 80), "red", 208])
+def test_plot_text_is_what_rich_decodes_from_the_figure(colour: object) -> None:
+    # The tokens/s chart decodes plotext's escape codes itself (once per distinct sequence):
+    # the text must be rich's own, span for span, in truecolour, named and 256-colour figures.
+    figure = _figure_class()
+    figure.plotsize(60, 12)
+    figure.xlabel("s")
+    figure.plot([t / 4 for t in range(90)], [40 + (t % 17) for t in range(90)], color=colour)
+    canvas = figure.build()
+    assert "\x1b[" in canvas
+    decoded = ansi_text(canvas)
+    assert decoded == Text.from_ansi(canvas)
+    assert (decoded.end, decoded.tab_size, decoded.justify) == ("\n", 8, None)
+
+
+def test_plot_text_falls_back_to_rich_for_other_escape_codes() -> None:
+    canvas = "\x1b[1mbold\x1b[0m \x1b[2Kcleared\r\nnext \x1b[38;5;1mred"
+    assert ansi_text(canvas) == Text.from_ansi(canvas)

@@ -26,6 +26,7 @@ from textual.widgets import Label, Sparkline
 from textual_plotext import PlotextPlot
 
 from spectui.core.events import RunMetrics, StepEvent, TokenEvent
+from spectui.ui.widgets.plot import LeanPlotextPlot
 
 REDRAW_INTERVAL_S = 2.0
 """Charts redraw at most every two seconds, and only when what they show changed: a frame with
@@ -116,7 +117,7 @@ class ChartsPane(Horizontal):
         with Vertical(id="chart-tps"):
             yield Label("tokens/s", classes="chart-title")
             yield Sparkline([], id="tps-spark", classes="compact")
-            yield PlotextPlot(id="tps-plot", classes="full")
+            yield LeanPlotextPlot(id="tps-plot", classes="full")
         with Vertical(id="chart-steps"):
             yield Label("accepted per step", classes="chart-title")
             yield Sparkline([], id="steps-spark")
