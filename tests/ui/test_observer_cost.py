@@ -4,6 +4,7 @@ observer's own CPU shown next to the server's."""
 from __future__ import annotations
 
 import asyncio
+import gc
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from spectui.app_setup import recorder
 from spectui.config import Settings
 from spectui.core.events import MemoryEvent
 from spectui.ui.app import SpectuiApp
+from spectui.ui.base_app import GC_YOUNG_THRESHOLD
 from spectui.ui.widgets.charts import REDRAW_INTERVAL_S
 
 
@@ -61,3 +63,14 @@ async def test_server_bar_shows_spectui_cpu_next_to_the_server() -> None:
         await pilot.pause()
         assert "CPU spectui 3.6 % · server 191 %" in str(bar.render())
         await app.action_quit()
+
+
+async def test_the_collector_is_tuned_while_the_app_runs_and_put_back_after() -> None:
+    # Fewer collections of the young generation while the app runs (most of a frame's objects
+    # die by reference count first); a process that goes on after the app gets its own back.
+    before = gc.get_threshold()
+    app = SpectuiApp(FakeEngine(), Settings())
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot, lambda: main_screen(app).state is not None)
+        assert gc.get_threshold() == (GC_YOUNG_THRESHOLD, *before[1:])
+    assert gc.get_threshold() == before
