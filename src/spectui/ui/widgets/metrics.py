@@ -13,6 +13,7 @@ from typing import ClassVar, Self
 
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
+from rich.style import Style
 from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.timer import Timer
@@ -105,9 +106,23 @@ LABEL_WIDTH = 11
 QUIET_REDRAW_S = 1.0
 """Numbers held back by the throttle are drawn after this long when no newer update comes."""
 
-REDRAW_INTERVAL_S = 0.25
-"""Snapshots and memory samples redraw the table at most this often: a redraw costs ~5 ms, and
-numbers changing faster than 4 Hz cannot be read anyway. A run's start and end redraw at once."""
+REDRAW_INTERVAL_S = 0.4
+"""Snapshots and memory samples redraw the table at most this often: numbers changing faster
+than a few times a second cannot be read, and each redraw costs a few lines of a frame and ~1 ms
+(with token batches every 0.15 s: every third batch, ~2 Hz). A run's start and end redraw at
+once."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Looks:
+    """The pane's styles in the current theme."""
+
+    base: Style
+    label: Style
+    now: Style
+    previous: Style
+    heading: Style
+    warning: Style
 
 
 class MetricsPane(Widget):
@@ -130,6 +145,7 @@ class MetricsPane(Widget):
         self._redraw_timer: Timer | None = None
         self._strips: list[Strip] | None = None
         self._strips_width = 0
+        self._looks_now: _Looks | None = None
 
     def begin(self, record: RunColumn) -> None:
         """A new run: the current one (if any) becomes the previous one."""
@@ -196,6 +212,7 @@ class MetricsPane(Widget):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._strips = None  # the theme changed: the lines carry the old colours
+        self._looks_now = None
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         warnings = _warning_lines(self.current, self.previous, width)
@@ -211,12 +228,25 @@ class MetricsPane(Widget):
             return self._strips[y]
         return Strip.blank(width, self.rich_style)
 
+    def _looks(self) -> _Looks:
+        if self._looks_now is None:
+            # Looked up once per style change, not per redraw: each lookup walks the ancestors
+            # (~0.1 ms), five of them a third of a redraw.
+            base = self.rich_style
+            self._looks_now = _Looks(
+                base=base,
+                label=base + self.get_component_rich_style("metrics--label"),
+                now=base + self.get_component_rich_style("metrics--now"),
+                previous=base + self.get_component_rich_style("metrics--previous"),
+                heading=self.get_component_rich_style("metrics--heading"),
+                warning=base + self.get_component_rich_style("metrics--warning"),
+            )
+        return self._looks_now
+
     def _render_strips(self, width: int) -> list[Strip]:
-        base = self.rich_style
-        label = base + self.get_component_rich_style("metrics--label")
-        now = base + self.get_component_rich_style("metrics--now")
-        previous = base + self.get_component_rich_style("metrics--previous")
-        heading = self.get_component_rich_style("metrics--heading")
+        looks = self._looks()
+        base, label, now, previous = looks.base, looks.label, looks.now, looks.previous
+        heading = looks.heading
         now_width, previous_width = value_widths(width)
         current = self.current.spec_label if self.current else "this run"
         before = self.previous.spec_label if self.previous else "previous"
@@ -231,8 +261,7 @@ class MetricsPane(Widget):
             ]
         ]
         if warnings := _warning_lines(self.current, self.previous, width):
-            warning = base + self.get_component_rich_style("metrics--warning")
-            lines.extend([Segment(line, warning)] for line in warnings)
+            lines.extend([Segment(line, looks.warning)] for line in warnings)
         for name, this, then in _rows(self.current, self.previous, self.memory):
             lines.append(
                 [
