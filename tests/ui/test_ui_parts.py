@@ -12,8 +12,12 @@ from pathlib import Path
 import pytest
 from fake_engine import FakeEngine
 from plotext._figure import _figure_class
+from rich.color import Color as RichColor
+from rich.console import Console
+from rich.segment import Segment
 from rich.text import Text
 from textual.color import Color
+from textual.renderables.sparkline import Sparkline as SparklineRenderable
 from textual.strip import Strip
 
 from spectui.config import Settings
@@ -50,6 +54,7 @@ from spectui.ui.themes import (
 from spectui.ui.widgets.charts import _thinned
 from spectui.ui.widgets.metrics import MetricsPane, RunColumn
 from spectui.ui.widgets.plot import ansi_text
+from spectui.ui.widgets.sparkline import bars
 from spectui.ui.widgets.tokens import TokenLog
 
 
@@ -390,3 +395,27 @@ def test_plot_text_is_what_rich_decodes_from_the_figure(colour: object) -> None:
 def test_plot_text_falls_back_to_rich_for_other_escape_codes() -> None:
     canvas = "\x1b[1mbold\x1b[0m \x1b[2Kcleared\r\nnext \x1b[38;5;1mred"
     assert ansi_text(canvas) == Text.from_ansi(canvas)
+
+
+@pytest.mark.parametrize(
+    ("data", "width", "height"),
+    [
+        ([], 12, 3),
+        ([4.0], 7, 2),
+        ([1, 5, 2, 8, 3], 20, 4),
+        ([float(n % 9) for n in range(90)], 33, 12),
+    ],
+)
+def test_strip_sparkline_draws_the_cells_rich_draws(
+    data: list[float], width: int, height: int
+) -> None:
+    # The step chart draws its own strips; every row must be what Textual's sparkline renders,
+    # cell for cell and segment for segment (so the snapshots and the terminal see the same).
+    renderable = SparklineRenderable(
+        data, width=width, height=height,
+        min_color=RichColor.parse("#204060"), max_color=RichColor.parse("#f0a000"),
+    )  # fmt: skip
+    console = Console(width=width, height=height)
+    segments = list(renderable.__rich_console__(console, console.options))
+    rows = [[(text, style) for text, style, _ in line] for line in Segment.split_lines(segments)]
+    assert bars(renderable, width, height) == rows

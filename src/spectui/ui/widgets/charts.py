@@ -27,6 +27,7 @@ from textual_plotext import PlotextPlot
 
 from spectui.core.events import RunMetrics, StepEvent, TokenEvent
 from spectui.ui.widgets.plot import LeanPlotextPlot
+from spectui.ui.widgets.sparkline import StripSparkline
 
 REDRAW_INTERVAL_S = 2.0
 """Charts redraw at most every two seconds, and only when what they show changed: a frame with
@@ -116,11 +117,11 @@ class ChartsPane(Horizontal):
     def compose(self) -> ComposeResult:
         with Vertical(id="chart-tps"):
             yield Label("tokens/s", classes="chart-title")
-            yield Sparkline([], id="tps-spark", classes="compact")
+            yield StripSparkline([], id="tps-spark", classes="compact")
             yield LeanPlotextPlot(id="tps-plot", classes="full")
         with Vertical(id="chart-steps"):
             yield Label("accepted per step", classes="chart-title")
-            yield Sparkline([], id="steps-spark")
+            yield StripSparkline([], id="steps-spark")
         with Vertical(id="chart-positions"):
             yield Label("accept by position", classes="chart-title")
             yield PositionBars(id="position-bars")
