@@ -285,8 +285,10 @@ class TokenView(ScrollView, can_focus=True):
         else:
             styles = self.styles_now
             text = Text()
-            for token in list(self.model.tokens)[-len(events) :]:
-                styles.append(text, token)
+            tokens = self.model.tokens
+            # (the batch's own tokens, from the end: copying the deque cost more than the batch)
+            for index in range(len(tokens) - len(events), len(tokens)):
+                styles.append(text, tokens[index])
             self.wrapped.append(text)
             self._strips.pop(len(self.wrapped.lines) - 1, None)
         laid_out = self._sync_size()
@@ -362,12 +364,13 @@ class AnswerPane(Vertical):
     """Legend, then the scrolling answer; the border title names the prompt and run state."""
 
     def compose(self) -> ComposeResult:
+        self._view = TokenView(id="tokens")  # (kept: every batch reaches it; a query walks the DOM)
         yield TokenLegend(id="legend")
-        yield TokenView(id="tokens")
+        yield self._view
 
     @property
     def view(self) -> TokenView:
-        return self.query_one(TokenView)
+        return self._view
 
     def begin(self, title: str) -> None:
         """A new run: clear and title it."""
