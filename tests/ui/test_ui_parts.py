@@ -419,3 +419,19 @@ def test_strip_sparkline_draws_the_cells_rich_draws(
     segments = list(renderable.__rich_console__(console, console.options))
     rows = [[(text, style) for text, style, _ in line] for line in Segment.split_lines(segments)]
     assert bars(renderable, width, height) == rows
+
+
+async def test_a_new_run_lays_the_screen_out_only_when_the_table_changes_height() -> None:
+    # A layout repaints the whole screen: as a run starts, only when the metrics table grows.
+    app = SpectuiApp(FakeEngine(), Settings())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        pane = app.screen.query_one(MetricsPane)
+        pane.begin(RunColumn("ngram-simple", "table-row", RunMetrics(tokens=40)))
+        await pilot.pause()
+        pane.begin(RunColumn("none", "table-row", RunMetrics(tokens=40)))  # 'previous' appears
+        await pilot.pause()
+        pane.begin(RunColumn("ngram-simple", "table-row", RunMetrics(tokens=40)))
+        assert not pane._layout_required
+        await pilot.pause()
+        assert "ngram-simple" in pane.render_line(0).text  # (and it is drawn)

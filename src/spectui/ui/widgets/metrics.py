@@ -149,10 +149,18 @@ class MetricsPane(Widget):
 
     def begin(self, record: RunColumn) -> None:
         """A new run: the current one (if any) becomes the previous one."""
+        width = self.size.width
+        lines_before = self._line_count(width)
         if self.current is not None:
             self.previous = self.current
         self.current = record
-        self.refresh(layout=True)
+        # A layout repaints the whole screen (~15 ms, as the run starts): only when the table
+        # grows or shrinks (the first runs, a warning that comes or goes), not on every run.
+        self.refresh(layout=self._line_count(width) != lines_before)
+
+    def _line_count(self, width: int) -> int:
+        warnings = _warning_lines(self.current, self.previous, width)
+        return 1 + len(warnings) + len(_rows(self.current, self.previous, self.memory))
 
     def update_metrics(self, metrics: RunMetrics) -> None:
         if self.current is not None:
@@ -215,8 +223,7 @@ class MetricsPane(Widget):
         self._looks_now = None
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        warnings = _warning_lines(self.current, self.previous, width)
-        return 1 + len(warnings) + len(_rows(self.current, self.previous, self.memory))
+        return self._line_count(width)
 
     def render_line(self, y: int) -> Strip:
         # Drawn as segments in fixed columns (as a rich grid would lay them out), straight into
