@@ -14,7 +14,7 @@ from textual.widgets import Input, Label, Log
 from ui_helpers import main_screen, settle
 
 from spectui.config import Settings
-from spectui.core.events import ServerState, TokenOrigin
+from spectui.core.events import ServerState, TokenEvent, TokenOrigin
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.ui.app import SpectuiApp
 from spectui.ui.messages import RunEnded, RunFailed, RunStarted, TokensArrived
@@ -394,6 +394,30 @@ async def test_a_growing_answer_scrolls_in_steps_and_settles_at_the_bottom() -> 
         # The answer complete, the blank lines go: it ends on the view's last line.
         assert view.virtual_size.height == len(view.wrapped)
         assert view.scroll_y == view.max_scroll_y
+
+
+async def test_a_short_growing_answer_keeps_the_views_size() -> None:
+    # While the answer still fits, the view's virtual size is the view's own: a batch that opens
+    # a line needs no layout of the whole screen (that was one per line of a short answer).
+    gate = asyncio.Event()
+    engine = FakeEngine(run_gate=gate, hold_after=20)
+    app = SpectuiApp(engine, Settings(n_predict=40), prompt="short", autorun=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.screen.query_one(TokenView)
+        await settle(pilot, lambda: len(engine.emitted) >= 20 and len(view.model.tokens) >= 20)
+        height = view.scrollable_content_region.height
+        assert len(view.wrapped) < height
+        assert view.virtual_size.height == height and view.max_scroll_y == 0
+        batch = tuple(
+            TokenEvent(index=100 + n, text=f"line {n}\n", origin=TokenOrigin.TARGET)
+            for n in range(3)
+        )
+        await pilot.pause()
+        view.add(batch)
+        assert not view._layout_required and view.virtual_size.height == height
+        gate.set()
+        await settle(pilot, _done(app))
+        assert view.virtual_size.height == len(view.wrapped)  # settled: the answer's own size
 
 
 async def test_the_view_keeps_following_when_early_tokens_are_dropped() -> None:

@@ -234,9 +234,12 @@ class TokenView(ScrollView, can_focus=True):
         """
         lines = len(self.wrapped)
         view = self.scrollable_content_region.height
-        if self._growing and view and lines > view:
+        if self._growing and view:
+            # A growing answer that still fits is as tall as the view: a new line then changes
+            # nothing about the size, where each one cost a layout of the whole screen (~15 ms;
+            # five of them in a 160-token run).
             step = max(1, view // SCROLL_STEPS)
-            lines = view + -(-(lines - view) // step) * step
+            lines = view + max(0, -(-(lines - view) // step) * step)
         size = Size(self.wrapped.width, lines)
         if size == self.virtual_size:
             return False
