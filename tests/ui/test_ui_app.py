@@ -355,11 +355,17 @@ async def test_prompt_text_and_no_model_screen(settings: Settings) -> None:
     assert not app.is_running
 
 
-async def test_answer_follows_the_end_unless_scrolled_up() -> None:
+def _held_run(*, hold_after: int, n_predict: int) -> tuple[asyncio.Event, FakeEngine, SpectuiApp]:
+    """An app that starts a run at once; the engine holds it after ``hold_after`` tokens until
+    the returned event is set."""
     gate = asyncio.Event()
-    engine = FakeEngine(run_gate=gate, hold_after=300)
-    settings = Settings(n_predict=600)
-    app = SpectuiApp(engine, settings, prompt="Go on and on", autorun=True)
+    engine = FakeEngine(run_gate=gate, hold_after=hold_after)
+    app = SpectuiApp(engine, Settings(n_predict=n_predict), prompt="Go on and on", autorun=True)
+    return gate, engine, app
+
+
+async def test_answer_follows_the_end_unless_scrolled_up() -> None:
+    gate, engine, app = _held_run(hold_after=300, n_predict=600)
     async with app.run_test(size=(80, 24)) as pilot:
         view = app.screen.query_one(TokenView)
         await settle(pilot, lambda: len(engine.emitted) >= 300 and view.max_scroll_y > 10)
@@ -374,9 +380,7 @@ async def test_answer_follows_the_end_unless_scrolled_up() -> None:
 
 
 async def test_a_growing_answer_scrolls_in_steps_and_settles_at_the_bottom() -> None:
-    gate = asyncio.Event()
-    engine = FakeEngine(run_gate=gate, hold_after=300)
-    app = SpectuiApp(engine, Settings(n_predict=400), prompt="Go on and on", autorun=True)
+    gate, engine, app = _held_run(hold_after=300, n_predict=400)
     async with app.run_test(size=(80, 24)) as pilot:
         view = app.screen.query_one(TokenView)
         await settle(pilot, lambda: len(engine.emitted) >= 300 and view.max_scroll_y > 10)
@@ -399,9 +403,7 @@ async def test_a_growing_answer_scrolls_in_steps_and_settles_at_the_bottom() -> 
 async def test_a_short_growing_answer_keeps_the_views_size() -> None:
     # While the answer still fits, the view's virtual size is the view's own: a batch that opens
     # a line needs no layout of the whole screen (that was one per line of a short answer).
-    gate = asyncio.Event()
-    engine = FakeEngine(run_gate=gate, hold_after=20)
-    app = SpectuiApp(engine, Settings(n_predict=40), prompt="short", autorun=True)
+    gate, engine, app = _held_run(hold_after=20, n_predict=40)
     async with app.run_test(size=(80, 24)) as pilot:
         view = app.screen.query_one(TokenView)
         await settle(pilot, lambda: len(engine.emitted) >= 20 and len(view.model.tokens) >= 20)
@@ -424,10 +426,8 @@ async def test_the_view_keeps_following_when_early_tokens_are_dropped() -> None:
     # Past MAX_TOKENS the oldest tokens go and the answer is wrapped anew, shorter: the view
     # must still show the newest line (a bug once left it scrolled past the end, drawing
     # nothing new until the next scroll).
-    gate = asyncio.Event()
     held = MAX_TOKENS + 600
-    engine = FakeEngine(run_gate=gate, hold_after=held)
-    app = SpectuiApp(engine, Settings(n_predict=held + 400), prompt="long", autorun=True)
+    gate, _engine, app = _held_run(hold_after=held, n_predict=held + 400)
     async with app.run_test(size=(80, 24)) as pilot:
         view = app.screen.query_one(TokenView)
         await settle(pilot, lambda: view.model.dropped + len(view.model.tokens) >= held)
