@@ -57,7 +57,10 @@ class LeanPlotextPlot(PlotextPlot):
     """`PlotextPlot`, drawn through `ansi_text` instead of `Text.from_ansi`."""
 
     def render(self) -> RenderResult:
-        # As `PlotextPlot.render` (textual-plotext 1.0), but for the decoding.
+        # As `PlotextPlot.render` (textual-plotext 1.0), but for the decoding; a release whose
+        # insides differ draws its own way (slower, the same plot).
+        if not hasattr(self, "_get_plotext_theme_name") or not hasattr(self.plt, "_set_size"):
+            return super().render()
         plot = self.plt
         width, height = self.size
         plot.plotsize(width, height)
