@@ -177,7 +177,7 @@ READ_GAP_S = 0.15
 """How often a run reads its stream after the first token (see `AsyncioStream.read_gap`): as
 often as the screen draws a batch of tokens when tokens are few (`ui.bridge`), so nothing shows
 later for it. Each batch costs the TUI ~3 ms of CPU on a 2-core VM whatever it carries (a frame,
-the messages, two wake-ups): at 0.1 s a 50 tok/s run cost it ~6 % of a core, at 0.15 s ~5 %."""
+the messages, the wake-ups): at 0.1 s a 50 tok/s run cost it ~6 % of a core, at 0.15 s ~5 %."""
 
 
 class StreamRun:

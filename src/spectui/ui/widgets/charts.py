@@ -1,8 +1,9 @@
 """Charts: tokens/s over time, accepted drafts per step, acceptance by draft position.
 
-Data arrives at up to 20 Hz but the charts redraw at 1 Hz (and once when a run ends): drawing a
-plot per token would cost more than the generation it shows. Series live in bounded deques.
-In a small terminal the tokens/s chart is a sparkline; from 120×36 up it is a plotext line plot.
+Data arrives at up to 20 Hz but the charts redraw at most every `REDRAW_INTERVAL_S` (and once
+when a run ends): drawing a plot per token would cost more than the generation it shows. Series
+live in bounded deques. In a small terminal the tokens/s chart is a sparkline; from 120×36 up it
+is a plotext line plot (`plot.LeanPlotextPlot`); sparklines draw their own strips (`sparkline`).
 
 Tokens/s over time is counted from the tokens' own timestamps in fixed buckets of client time,
 not sampled from metrics snapshots: snapshots coalesce under load, tokens never do, so the chart
