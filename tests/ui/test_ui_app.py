@@ -438,6 +438,29 @@ async def test_the_view_keeps_following_when_early_tokens_are_dropped() -> None:
         assert view.scroll_y == view.max_scroll_y
 
 
+async def test_a_reader_scrolled_up_stays_inside_an_answer_that_dropped_tokens() -> None:
+    # Dropping old tokens makes the answer shorter without a layout (the scrollbar stays): a
+    # reader who scrolled up must still be inside the answer, not past its end.
+    held = MAX_TOKENS - 100
+    gate, _engine, app = _held_run(hold_after=held, n_predict=MAX_TOKENS + 600)
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.screen.query_one(TokenView)
+        await settle(pilot, lambda: len(view.model.tokens) >= held and view.max_scroll_y > 40)
+        await pilot.pause()
+        view.scroll_to(y=view.max_scroll_y - 3, animate=False, immediate=True)  # reading
+        await pilot.pause()
+        lines_before = len(view.wrapped)
+        batch = tuple(
+            TokenEvent(index=10_000 + n, text=f"word{n} ", origin=TokenOrigin.TARGET)
+            for n in range(200)
+        )
+        view.add(batch)  # past the cap: old tokens dropped, the answer re-wrapped, shorter
+        assert view.model.dropped > 0 and len(view.wrapped) < lines_before
+        assert 0 <= view.scroll_y <= view.max_scroll_y
+        gate.set()
+        await settle(pilot, _done(app))
+
+
 async def test_a_dialog_submitted_twice_answers_once(engine: FakeEngine, make_app: MakeApp) -> None:
     """Keys that arrive in one burst (tmux, SSH) can submit a picker again before it closes."""
     app = make_app(engine)

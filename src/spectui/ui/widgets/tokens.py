@@ -243,18 +243,22 @@ class TokenView(ScrollView, can_focus=True):
         size = Size(self.wrapped.width, lines)
         if size == self.virtual_size:
             return False
+        view_height = self.scrollable_content_region.height
         if (
             self.show_vertical_scrollbar
             and size.width == self.virtual_size.width
-            and size.height > self.virtual_size.height
-            and size.height > self.scrollable_content_region.height
+            and size.height > view_height
+            and self.virtual_size.height > view_height
         ):
-            # The answer only grew, and the scrollbar is already there: nothing else on the
-            # screen moves, so skip the screen-wide layout that assigning `virtual_size` asks
-            # for (it doubled the cost of every batch that starts a line). The gutter is
-            # stable, so the width never depends on the scrollbar.
+            # The answer still scrolls, as it did: only the scrollbar's thumb changes, nothing
+            # else on the screen moves, so skip the screen-wide layout that assigning
+            # `virtual_size` asks for (it doubled the cost of every batch that starts a line,
+            # and at thousands of tokens a second each drop of old tokens cost one). The gutter
+            # is stable, so the width never depends on the scrollbar.
             self.set_reactive(TokenView.virtual_size, size)
             self.vertical_scrollbar.window_virtual_size = size.height
+            if self.scroll_y > self.max_scroll_y:  # (shorter now: never scrolled past its end)
+                self.scroll_y = self.max_scroll_y
             return False
         self.virtual_size = size
         return True
