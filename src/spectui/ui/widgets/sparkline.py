@@ -41,14 +41,17 @@ class StripSparkline(Sparkline):
         width, height = self.size
         key = (tuple(self.data or ()), width, height)
         if key != self._key:
-            self._key, self._lines = key, self._build(width, height)
+            renderable = self.render()  # (Textual's own: the colours it resolves from styles)
+            if not isinstance(renderable, SparklineRenderable):
+                return super().render_line(y)  # (a Textual that draws another way: its way)
+            self._key, self._lines = key, self._build(renderable, width, height)
         if y < len(self._lines):
             return self._lines[y]
         return Strip.blank(width, self.visual_style.rich_style)
 
-    def _build(self, width: int, height: int) -> list[Strip]:
-        renderable = self.render()  # (Textual's own: the colours it resolves from the styles)
-        assert isinstance(renderable, SparklineRenderable)
+    def _build(
+        self, renderable: SparklineRenderable[float], width: int, height: int
+    ) -> list[Strip]:
         base = self.visual_style.rich_style
         rows = bars(renderable, width, height)
         return [Strip([Segment(text, base + style) for text, style in row]) for row in rows]
