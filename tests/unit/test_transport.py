@@ -7,6 +7,7 @@ the path a llama-server's do: connect, write, read, keep-alive, chunked streams,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import ssl
 import threading
@@ -92,6 +93,16 @@ async def test_a_large_body_is_sent_whole(echo_server: str) -> None:
     assert answer.text == f"POST /big HTTP/1.1 {len(body)}"
 
 
+@contextlib.asynccontextmanager
+async def streamed(url: str) -> AsyncIterator[httpx.Response]:
+    """A GET of ``url`` streamed through spectui's transport."""
+    async with (
+        httpx.AsyncClient(transport=AsyncioTransport()) as http,
+        http.stream("GET", url) as response,
+    ):
+        yield response
+
+
 async def test_a_large_answer_read_late_arrives_whole() -> None:
     body = bytes(range(256)) * 8192  # 2 MiB: reading pauses at the high-water mark and resumes
 
@@ -102,10 +113,7 @@ async def test_a_large_answer_read_late_arrives_whole() -> None:
         writer.close()
 
     async for url in serve(handler):
-        async with (
-            httpx.AsyncClient(transport=AsyncioTransport()) as http,
-            http.stream("GET", url) as response,
-        ):
+        async with streamed(url) as response:
             await asyncio.sleep(0.2)  # (everything the socket holds arrives meanwhile)
             assert await response.aread() == body
 
@@ -127,10 +135,7 @@ async def test_a_paced_stream_takes_what_arrived_meanwhile_in_one_read() -> None
         writer.close()
 
     async for url in serve(handler):
-        async with (
-            httpx.AsyncClient(transport=AsyncioTransport()) as http,
-            http.stream("GET", url) as response,
-        ):
+        async with streamed(url) as response:
             stream = response.extensions["network_stream"]
             assert isinstance(stream, AsyncioStream)
             lines = response.aiter_lines()
