@@ -3,8 +3,12 @@ called in-process. Pass-through, timings cut, attribution equal to the server's 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -16,6 +20,8 @@ from spectui.core.traffic.chunks import prepare_body, response_totals, strip_tim
 from spectui.core.traffic.hub import TrafficHub
 from spectui.core.traffic.models import EndpointKind, RequestStatus, TrafficRecord
 from spectui.core.traffic.proxy import TrafficProxy
+
+from .socket_server import chunk, serve
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -72,23 +78,66 @@ class Records:
         self.records.append(record)
 
 
-def make(
+async def _answer_over_socket(
+    upstream: Upstream, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """Read one HTTP/1.1 request, answer it with ``upstream`` (chunked when it is a stream),
+    close: a mock llama-server on a real socket, so the proxy's own exchange path is what runs."""
+    try:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        method, target, _ = head[0].split(" ", 2)
+        headers = [tuple(line.split(": ", 1)) for line in head[1:] if line]
+        length = next((int(v) for k, v in headers if k.lower() == "content-length"), 0)
+        content = await reader.readexactly(length) if length else b""
+        request = httpx.Request(method, "http://upstream" + target, headers=headers,
+                                content=content)  # fmt: skip
+        try:
+            response = upstream(request)
+        except httpx.ConnectError:
+            return  # (closed without an answer)
+        body = response.read()
+        streamed = response.headers.get("content-type", "").startswith("text/event-stream")
+        lines = [f"HTTP/1.1 {response.status_code} {response.reason_phrase}".encode()]
+        lines += [name + b": " + value for name, value in response.headers.raw
+                  if name.lower() not in (b"content-length", b"transfer-encoding")]  # fmt: skip
+        lines.append(
+            b"transfer-encoding: chunked" if streamed else b"content-length: %d" % len(body)
+        )
+        writer.write(b"\r\n".join([*lines, b"connection: close", b"", b""]))
+        if streamed:
+            for piece in body.splitlines(keepends=True):
+                writer.write(chunk(piece))
+            writer.write(b"0\r\n\r\n")
+        else:
+            writer.write(body)
+        await writer.drain()
+    finally:
+        writer.close()
+
+
+@dataclass
+class Proxied:
+    client: httpx.AsyncClient
+    upstream: Upstream
+    proxy: TrafficProxy
+    records: Records
+
+
+@contextlib.asynccontextmanager
+async def proxied(
     answer: Callable[[httpx.Request], httpx.Response], **options: object
-) -> tuple[httpx.AsyncClient, Upstream, TrafficProxy, Records]:
+) -> AsyncIterator[Proxied]:
+    """The proxy's ASGI app in-process, in front of ``answer`` served on a loopback socket."""
     upstream = Upstream(answer)
     hub = TrafficHub(keep_events=True)
     records = Records()
     hub.listeners.append(records)
-    proxy = TrafficProxy(
-        "http://upstream:8080",
-        hub=hub,
-        transport=httpx.MockTransport(upstream),
-        **options,  # type: ignore[arg-type]
-    )
-    client = httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=proxy.app), base_url="http://proxy"
-    )
-    return client, upstream, proxy, records
+    async for url in serve(functools.partial(_answer_over_socket, upstream)):
+        proxy = TrafficProxy(url, hub=hub, **options)  # type: ignore[arg-type]
+        transport = httpx.ASGITransport(app=proxy.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+            yield Proxied(client, upstream, proxy, records)
+        await proxy.aclose()
 
 
 @pytest.mark.parametrize(
@@ -128,46 +177,57 @@ def test_prepare_body() -> None:
 
 
 async def test_streamed_completion_attributed_and_cut() -> None:
-    client, upstream, _proxy, records = make(sse("completion-ngram-simple-2.sse"))
-    body = {"prompt": "def", "n_predict": 120, "stream": True}
-    response = await client.post("/completion", json=body)
-    assert response.status_code == 200
-    assert json.loads(upstream.requests[0].content)["timings_per_token"] is True
-    got, sent = data_lines(response.content), data_lines(capture("completion-ngram-simple-2.sse"))
-    assert len(got) == len(sent)
-    assert all(b'"timings"' not in line for line in got[:-1])
-    assert json.loads(got[-1])["timings"] == json.loads(sent[-1])["timings"]
-    (record,) = records.records
-    expected = ServerMetrics.parse((FIXTURES / "metrics-after-ngram-simple-2.prom").read_text())
-    assert record.metrics is not None and record.info.per_token
-    assert record.metrics.steps == expected.spec_steps == 20
-    assert record.metrics.accepted_per_position == expected.accepted_per_position
-    assert (record.drafted, record.accepted, record.tokens) == (155, 46, 120)
-    assert record.status is RequestStatus.DONE and record.stop_reason == "limit"
+    async with proxied(sse("completion-ngram-simple-2.sse")) as made:
+        client = made.client
+        upstream = made.upstream
+        records = made.records
+        body = {"prompt": "def", "n_predict": 120, "stream": True}
+        response = await client.post("/completion", json=body)
+        assert response.status_code == 200
+        assert json.loads(upstream.requests[0].content)["timings_per_token"] is True
+        got, sent = (
+            data_lines(response.content),
+            data_lines(capture("completion-ngram-simple-2.sse")),
+        )
+        assert len(got) == len(sent)
+        assert all(b'"timings"' not in line for line in got[:-1])
+        assert json.loads(got[-1])["timings"] == json.loads(sent[-1])["timings"]
+        (record,) = records.records
+        expected = ServerMetrics.parse((FIXTURES / "metrics-after-ngram-simple-2.prom").read_text())
+        assert record.metrics is not None and record.info.per_token
+        assert record.metrics.steps == expected.spec_steps == 20
+        assert record.metrics.accepted_per_position == expected.accepted_per_position
+        assert (record.drafted, record.accepted, record.tokens) == (155, 46, 120)
+        assert record.status is RequestStatus.DONE and record.stop_reason == "limit"
 
 
 async def test_client_that_asked_for_timings_gets_them() -> None:
-    client, _upstream, _proxy, _records = make(sse("chat-ngram-simple.sse"))
-    body = {"messages": [], "stream": True, "timings_per_token": True}
-    response = await client.post("/v1/chat/completions", json=body)
-    assert response.content == capture("chat-ngram-simple.sse")
+    async with proxied(sse("chat-ngram-simple.sse")) as made:
+        client = made.client
+        body = {"messages": [], "stream": True, "timings_per_token": True}
+        response = await client.post("/v1/chat/completions", json=body)
+        assert response.content == capture("chat-ngram-simple.sse")
 
 
 async def test_v1_completions_and_messages() -> None:
-    client, _upstream, _proxy, records = make(sse("v1-completions-ngram-mod.sse"))
-    await client.post("/v1/completions", json={"prompt": "x", "stream": True})
-    record = records.records[-1]
-    assert record.metrics is not None and record.tokens == 40
-    assert record.text == "".join(
-        json.loads(line)["choices"][0]["text"]
-        for line in data_lines(capture("v1-completions-ngram-mod.sse"))
-    )
-    client, _upstream, _proxy, records = make(sse("messages-ngram-mod.sse"))
-    response = await client.post("/v1/messages", json={"messages": [], "stream": True})
-    assert response.content == capture("messages-ngram-mod.sse")
-    record = records.records[-1]
-    assert not record.info.per_token and record.metrics is None and record.note
-    assert record.tokens is not None and record.text
+    async with proxied(sse("v1-completions-ngram-mod.sse")) as made:
+        client = made.client
+        records = made.records
+        await client.post("/v1/completions", json={"prompt": "x", "stream": True})
+        record = records.records[-1]
+        assert record.metrics is not None and record.tokens == 40
+        assert record.text == "".join(
+            json.loads(line)["choices"][0]["text"]
+            for line in data_lines(capture("v1-completions-ngram-mod.sse"))
+        )
+        async with proxied(sse("messages-ngram-mod.sse")) as made:
+            client = made.client
+            records = made.records
+            response = await client.post("/v1/messages", json={"messages": [], "stream": True})
+            assert response.content == capture("messages-ngram-mod.sse")
+            record = records.records[-1]
+            assert not record.info.per_token and record.metrics is None and record.note
+            assert record.tokens is not None and record.text
 
 
 async def test_pass_through_is_exact() -> None:
@@ -179,81 +239,100 @@ async def test_pass_through_is_exact() -> None:
                      ("set-cookie", "b=2"), ("x-upstream", "yes")],
         )  # fmt: skip
 
-    client, upstream, _proxy, records = make(answer)
-    response = await client.get("/props?x=1&y=2", headers={"Authorization": "Bearer k"})
-    assert response.json() == {"path": "/props", "q": "x=1&y=2"}
-    assert response.headers.get_list("set-cookie") == ["a=1", "b=2"]
-    assert response.headers["x-upstream"] == "yes"
-    assert upstream.requests[0].headers["authorization"] == "Bearer k"
-    assert (await client.get("/nope")).status_code == 404
-    response = await client.post("/tokenize", content=b'{"content":"hi"}')
-    assert upstream.requests[-1].content == b'{"content":"hi"}'
-    assert records.records == []  # not a generation request
+    async with proxied(answer) as made:
+        client = made.client
+        upstream = made.upstream
+        records = made.records
+        response = await client.get("/props?x=1&y=2", headers={"Authorization": "Bearer k"})
+        assert response.json() == {"path": "/props", "q": "x=1&y=2"}
+        assert response.headers.get_list("set-cookie") == ["a=1", "b=2"]
+        assert response.headers["x-upstream"] == "yes"
+        assert upstream.requests[0].headers["authorization"] == "Bearer k"
+        assert (await client.get("/nope")).status_code == 404
+        response = await client.post("/tokenize", content=b'{"content":"hi"}')
+        assert upstream.requests[-1].content == b'{"content":"hi"}'
+        assert records.records == []  # not a generation request
 
 
 async def test_non_streamed_generation_totals() -> None:
     final = json.loads(data_lines(capture("completion-ngram-simple-2.sse"))[-1])
     whole = {**final, "content": "hello"}
 
-    client, upstream, _proxy, records = make(lambda _r: reply(200, whole))
-    response = await client.post("/completion", json={"prompt": "x"})
-    assert response.json() == whole
-    assert b"timings_per_token" not in upstream.requests[0].content
-    (record,) = records.records
-    assert record.metrics is None and not record.info.per_token
-    assert (record.tokens, record.drafted, record.accepted) == (120, 155, 46)
+    async with proxied(lambda _r: reply(200, whole)) as made:
+        client = made.client
+        upstream = made.upstream
+        records = made.records
+        response = await client.post("/completion", json={"prompt": "x"})
+        assert response.json() == whole
+        assert b"timings_per_token" not in upstream.requests[0].content
+        (record,) = records.records
+        assert record.metrics is None and not record.info.per_token
+        assert (record.tokens, record.drafted, record.accepted) == (120, 155, 46)
 
 
 async def test_client_key_and_upstream_key() -> None:
-    client, upstream, _proxy, _records = make(
+    async with proxied(
         lambda _r: reply(200, {"ok": True}),
         client_key=SecretStr("mine"),
         upstream_key=SecretStr("theirs"),
-    )
-    assert (await client.get("/health")).status_code == 401
-    assert (await client.get("/spectui/metrics")).status_code == 401
-    assert (await client.get("/health", headers={"x-api-key": "wrong"})).status_code == 401
-    response = await client.get("/health", headers={"Authorization": "Bearer mine"})
-    assert response.status_code == 200
-    sent = upstream.requests[-1].headers
-    assert sent["authorization"] == "Bearer theirs" and "x-api-key" not in sent
-    assert (await client.get("/health", headers={"x-api-key": "mine"})).status_code == 200
+    ) as made:
+        client = made.client
+        upstream = made.upstream
+        assert (await client.get("/health")).status_code == 401
+        assert (await client.get("/spectui/metrics")).status_code == 401
+        assert (await client.get("/health", headers={"x-api-key": "wrong"})).status_code == 401
+        response = await client.get("/health", headers={"Authorization": "Bearer mine"})
+        assert response.status_code == 200
+        sent = upstream.requests[-1].headers
+        assert sent["authorization"] == "Bearer theirs" and "x-api-key" not in sent
+        assert (await client.get("/health", headers={"x-api-key": "mine"})).status_code == 200
 
 
 async def test_upstream_401_and_unreachable() -> None:
     error = {"error": {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}}
-    client, _upstream, _proxy, records = make(lambda _r: reply(401, error))
-    response = await client.post("/completion", json={"prompt": "x", "stream": True})
-    assert response.status_code == 401 and response.json() == error
-    assert records.records[-1].status is RequestStatus.ERROR
+    async with proxied(lambda _r: reply(401, error)) as made:
+        client = made.client
+        records = made.records
+        response = await client.post("/completion", json={"prompt": "x", "stream": True})
+        assert response.status_code == 401 and response.json() == error
+        assert records.records[-1].status is RequestStatus.ERROR
 
-    def refuse(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("refused", request=request)
+        def refuse(request: httpx.Request) -> httpx.Response:
+            raise httpx.ConnectError("refused", request=request)
 
-    client, _upstream, _proxy, records = make(refuse)
-    response = await client.post("/v1/chat/completions", json={"messages": [], "stream": True})
-    assert response.status_code == 502 and response.json()["error"]["type"] == "unavailable_error"
-    assert records.records[-1].status is RequestStatus.ERROR
-    assert (await client.get("/health")).status_code == 502
+        async with proxied(refuse) as made:
+            client = made.client
+            records = made.records
+            response = await client.post(
+                "/v1/chat/completions", json={"messages": [], "stream": True}
+            )
+            assert (
+                response.status_code == 502
+                and response.json()["error"]["type"] == "unavailable_error"
+            )
+            assert records.records[-1].status is RequestStatus.ERROR
+            assert (await client.get("/health")).status_code == 502
 
 
 async def test_prometheus_metrics() -> None:
-    client, _upstream, _proxy, records = make(sse("completion-ngram-simple-2.sse"))
-    await client.post("/completion", json={"prompt": "x", "stream": True, "model": "m"})
-    model = records.records[0].info.model  # the response's own name wins over the request's
-    assert model == "models/gemma-3-270m-q4_k_m.gguf"
-    text = (await client.get("/spectui/metrics")).text
-    samples = {
-        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines() if line and not line.startswith("#")
-    }  # fmt: skip
-    labels = f'endpoint="/completion",model="{model}"'
-    assert samples[f"spectui_proxy_tokens_total{{{labels}}}"] == 120
-    assert samples[f"spectui_proxy_steps_total{{{labels}}}"] == 20
-    assert samples[f"spectui_proxy_accepted_tokens_total{{{labels}}}"] == 46
-    assert samples[f'spectui_proxy_accepted_per_position_total{{{labels},position="0"}}'] == 14
-    assert samples[f'spectui_proxy_requests_total{{{labels},status="done"}}'] == 1
-    assert f"spectui_proxy_ttft_seconds_count{{{labels}}}" in samples
+    async with proxied(sse("completion-ngram-simple-2.sse")) as made:
+        client = made.client
+        records = made.records
+        await client.post("/completion", json={"prompt": "x", "stream": True, "model": "m"})
+        model = records.records[0].info.model  # the response's own name wins over the request's
+        assert model == "models/gemma-3-270m-q4_k_m.gguf"
+        text = (await client.get("/spectui/metrics")).text
+        samples = {
+            line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines() if line and not line.startswith("#")
+        }  # fmt: skip
+        labels = f'endpoint="/completion",model="{model}"'
+        assert samples[f"spectui_proxy_tokens_total{{{labels}}}"] == 120
+        assert samples[f"spectui_proxy_steps_total{{{labels}}}"] == 20
+        assert samples[f"spectui_proxy_accepted_tokens_total{{{labels}}}"] == 46
+        assert samples[f'spectui_proxy_accepted_per_position_total{{{labels},position="0"}}'] == 14
+        assert samples[f'spectui_proxy_requests_total{{{labels},status="done"}}'] == 1
+        assert f"spectui_proxy_ttft_seconds_count{{{labels}}}" in samples
 
 
 def test_response_totals_of_chat_and_errors() -> None:

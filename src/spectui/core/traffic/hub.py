@@ -55,15 +55,21 @@ class LiveRequest:
     @property
     def events(self) -> list[TokenEvent | StepEvent]:
         """Token and step events so far (empty unless events are kept)."""
-        return self.attribution.events if self.attribution is not None else []
+        if self.attribution is None:
+            return []
+        self.attribution.settle()
+        return self.attribution.events
 
-    def snapshot(self, now: float) -> RunMetrics | None:
-        """The attributed numbers so far (``now`` on the monotonic clock)."""
+    def snapshot(self, now: float | None = None) -> RunMetrics | None:
+        """The attributed numbers so far, at ``now`` on the monotonic clock (default: as of the
+        latest token, so a reader needs no clock of its own)."""
         if self.attribution is None:
             return None
         attribution = self.attribution
-        attribution.tracker.attribution_anomalies = attribution.attributor.anomalies
-        return attribution.tracker.snapshot(now - self.t0)
+        attribution.settle()
+        tracker = attribution.tracker
+        tracker.attribution_anomalies = attribution.attributor.anomalies
+        return tracker.snapshot((tracker.last_token_t or 0.0) if now is None else now - self.t0)
 
 
 class TrafficHub:
@@ -151,6 +157,7 @@ def _record(
         "duration_ms": (now - live.t0) * 1000,
     }
     if attribution is not None:
+        attribution.settle()
         error = error or attribution.error
         model = attribution.model or info.model
         timings = attribution.last_timings or {}

@@ -1,7 +1,9 @@
 """`spectui proxy`'s ASGI app: every request passes through to one llama-server; generation
 requests are attributed on the way (see `chunks`).
 
-Starlette answers the clients (uvicorn serves it), httpx talks to the upstream. Nothing here
+Starlette answers the clients (uvicorn serves it). Generation requests go upstream through
+`exchange` (their streams are relayed chunk by chunk, and that path is kept lean); everything
+else through httpx. Both reach the upstream directly (no environment HTTP proxy). Nothing here
 logs, stores or shows a header: ``Authorization`` / ``x-api-key`` go upstream as they came (or
 are replaced by the upstream key the proxy was given), and the proxy's own client key is checked
 in constant time. A client that goes away mid-stream cancels the upstream request at once (the
@@ -26,13 +28,14 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from spectui.core.llama.transport import lean_transport
+from spectui.core.llama.transport import AsyncioTransport
 from spectui.core.traffic.chunks import (
     GENERATION_PATHS,
     PreparedBody,
     prepare_body,
     response_totals,
 )
+from spectui.core.traffic.exchange import ExchangeError, UpstreamResponse, open_exchange
 from spectui.core.traffic.hub import LiveRequest, TrafficHub
 from spectui.core.traffic.models import METRICS_PATH, EndpointKind, RequestStatus
 from spectui.core.traffic.prom import CONTENT_TYPE, ProxyMetrics
@@ -47,8 +50,11 @@ _HOP = frozenset(
 _HOP_BYTES = frozenset(name.encode() for name in _HOP)
 _AUTH = frozenset({"authorization", "x-api-key"})
 
-UPSTREAM_TIMEOUT = httpx.Timeout(connect=10.0, read=None, write=30.0, pool=None)
-"""No read timeout: a long prompt may keep the server silent for minutes; the client decides."""
+CONNECT_TIMEOUT_S = 10.0
+"""How long the upstream may take to accept a connection. There is no read timeout: a long
+prompt may keep the server silent for minutes; the client decides."""
+
+UPSTREAM_TIMEOUT = httpx.Timeout(connect=CONNECT_TIMEOUT_S, read=None, write=30.0, pool=None)
 
 
 class _CancellableStream(StreamingResponse):
@@ -81,7 +87,6 @@ class TrafficProxy:
         hub: TrafficHub | None = None,
         upstream_key: SecretStr | None = None,
         client_key: SecretStr | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.upstream = upstream.rstrip("/")
@@ -96,7 +101,8 @@ class TrafficProxy:
             base_url=self.upstream,
             timeout=UPSTREAM_TIMEOUT,
             limits=limits,
-            transport=transport or lean_transport(limits),
+            transport=AsyncioTransport(limits=limits),
+            trust_env=False,
         )
         self.app = Starlette(
             routes=[
@@ -190,7 +196,7 @@ class TrafficProxy:
         if isinstance(opened, Response):
             return opened
         response = StreamingResponse(_raw(opened), status_code=opened.status_code)
-        response.raw_headers = _down_headers(opened, keep_length=True)
+        response.raw_headers = _without_hop(opened.headers.raw, keep_length=True)
         return response
 
     async def _generation(
@@ -201,44 +207,53 @@ class TrafficProxy:
         live: LiveRequest,
     ) -> Response:
         hub = self.hub
-        opened = await self._open(request, body.upstream, headers)
-        if isinstance(opened, Response):
-            hub.finish(live, status=RequestStatus.ERROR, http_status=opened.status_code,
-                       error=_message_of(bytes(opened.body)))  # fmt: skip
-            return opened
-        attribution = live.attribution
-        is_sse = opened.headers.get("content-type", "").startswith("text/event-stream")
-        if attribution is None or not is_sse or opened.status_code != 200:
-            # Errors and whole-body answers: read it all, pass it on unchanged, summarise it.
-            try:
-                content = await opened.aread()
-            except httpx.TransportError as error:
-                await opened.aclose()
-                hub.finish(live, status=RequestStatus.ERROR, http_status=502,
-                           error=f"upstream broke ({type(error).__name__})")  # fmt: skip
-                return _error(502, "spectui proxy: the upstream llama-server broke the response",
-                              "unavailable_error")  # fmt: skip
-            totals = response_totals(live.info.kind, content)
-            ok = opened.status_code < 400
-            hub.finish(
-                live,
-                status=RequestStatus.DONE if ok else RequestStatus.ERROR,
-                http_status=opened.status_code,
-                error=None if ok else (totals.error or f"HTTP {opened.status_code}"),
-                totals=totals,
-            )
-            whole = Response(content, status_code=opened.status_code)
-            whole.raw_headers = [
-                *_down_headers(opened, keep_length=False),
-                (b"content-length", str(len(content)).encode()),
-            ]
-            return whole
+        try:
+            opened = await open_exchange(
+                self.upstream, request.method, self._url(request), headers, body.upstream,
+                connect_timeout=CONNECT_TIMEOUT_S,
+            )  # fmt: skip
+        except ExchangeError as error:
+            failed = _unreachable(error)
+            hub.finish(live, status=RequestStatus.ERROR, http_status=failed.status_code,
+                       error=_message_of(bytes(failed.body)))  # fmt: skip
+            return failed
+        is_sse = _header(opened.headers, b"content-type").startswith(b"text/event-stream")
+        if live.attribution is None or not is_sse or opened.status != 200:
+            return await self._whole(opened, live)
         stream = _CancellableStream(self._attributed(opened, live), status_code=200)
-        stream.raw_headers = _down_headers(opened, keep_length=False)
+        stream.raw_headers = _without_hop(opened.headers, keep_length=False)
         return stream
 
+    async def _whole(self, opened: UpstreamResponse, live: LiveRequest) -> Response:
+        """Errors and whole-body answers: read it all, pass it on unchanged, summarise it."""
+        hub = self.hub
+        try:
+            content = await opened.read_all()
+        except ExchangeError as error:
+            hub.finish(live, status=RequestStatus.ERROR, http_status=502,
+                       error=f"upstream broke ({error})")  # fmt: skip
+            return _error(502, "spectui proxy: the upstream llama-server broke the response",
+                          "unavailable_error")  # fmt: skip
+        finally:
+            opened.close()
+        totals = response_totals(live.info.kind, content)
+        ok = opened.status < 400
+        hub.finish(
+            live,
+            status=RequestStatus.DONE if ok else RequestStatus.ERROR,
+            http_status=opened.status,
+            error=None if ok else (totals.error or f"HTTP {opened.status}"),
+            totals=totals,
+        )
+        whole = Response(content, status_code=opened.status)
+        whole.raw_headers = [
+            *_without_hop(opened.headers, keep_length=False),
+            (b"content-length", str(len(content)).encode()),
+        ]
+        return whole
+
     async def _attributed(
-        self, upstream: httpx.Response, live: LiveRequest
+        self, upstream: UpstreamResponse, live: LiveRequest
     ) -> AsyncIterator[bytes]:
         """Upstream's SSE bytes, attributed line by line, to the client as they arrive."""
         attribution = live.attribution
@@ -247,9 +262,10 @@ class TrafficProxy:
         status, error = RequestStatus.CANCELLED, None
         pending = b""
         try:
-            async for chunk in upstream.aiter_raw():
+            while data := await upstream.next_body():
                 t = clock() - t0
-                data = pending + chunk if pending else chunk
+                if pending:
+                    data = pending + data
                 out: list[bytes] = []
                 start = 0
                 while (end := data.find(b"\n", start)) >= 0:
@@ -260,18 +276,18 @@ class TrafficProxy:
                     yield b"".join(out)
             if pending:
                 yield attribution.line(pending, clock() - t0)
+            attribution.settle()
             status = RequestStatus.ERROR if attribution.error else RequestStatus.DONE
             error = attribution.error
-        except httpx.TransportError as problem:
+        except ExchangeError as problem:
             status = RequestStatus.ERROR
-            error = f"the upstream llama-server broke the stream ({type(problem).__name__})"
+            error = f"the upstream llama-server broke the stream ({problem})"
             # The client already has a 200 and part of the stream: an SSE error is all it can
             # still be told (the OpenAI SDK raises on it).
             yield _sse_error(error)
         finally:
-            with anyio.CancelScope(shield=True):
-                await upstream.aclose()  # a client gone mid-stream: this frees the slot
-            self.hub.finish(live, status=status, http_status=upstream.status_code, error=error)
+            upstream.close()  # a client gone mid-stream: this frees the slot
+            self.hub.finish(live, status=status, http_status=upstream.status, error=error)
 
 
 async def _raw(response: httpx.Response) -> AsyncIterator[bytes]:
@@ -283,16 +299,29 @@ async def _raw(response: httpx.Response) -> AsyncIterator[bytes]:
             await response.aclose()
 
 
-def _down_headers(response: httpx.Response, *, keep_length: bool) -> list[tuple[bytes, bytes]]:
+def _without_hop(
+    headers: list[tuple[bytes, bytes]], *, keep_length: bool
+) -> list[tuple[bytes, bytes]]:
     """Upstream's headers for the client, repeated ones kept apart, minus the per-connection ones
     (and the length of a body the proxy may change)."""
-    headers = []
-    for name, value in response.headers.raw:
+    kept = []
+    for name, value in headers:
         lower = name.lower()
         if lower in _HOP_BYTES and not (keep_length and lower == b"content-length"):
             continue
-        headers.append((lower, value))
-    return headers
+        kept.append((lower, value))
+    return kept
+
+
+def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes:
+    return next((value for key, value in headers if key == name), b"")
+
+
+def _unreachable(error: ExchangeError) -> Response:
+    if error.timeout:
+        return _error(504, "the upstream llama-server did not answer in time", "timeout_error")
+    return _error(502, f"spectui proxy: cannot reach the upstream llama-server ({error})",
+                  "unavailable_error")  # fmt: skip
 
 
 def _error(status: int, message: str, kind: str) -> Response:

@@ -242,8 +242,7 @@ class TrafficScreen(Screen[None]):
     def _refresh_live(self) -> None:
         for live in list(self.hub.live.values()):
             if live.info.id in self.rows and live.attribution is not None:
-                last = live.attribution.tracker.last_token_t or 0.0
-                self._update_row(live, row_cells(live, None, live.snapshot(live.t0 + last)))
+                self._update_row(live, row_cells(live, None, live.snapshot()))
 
     def _refresh_aggregate(self) -> None:
         # Recomputed when a request ends, and every few seconds besides: the minutes window is

@@ -76,12 +76,9 @@ class TrafficRequestScreen(Screen[None]):
         metrics = self.query_one(MetricsPane)
         record = live.record
         if record is None:
-            if live.attribution is not None:
-                # Numbers as of the last token: the screen reads no clock of its own.
-                last = live.attribution.tracker.last_token_t or 0.0
-                snapshot = live.snapshot(live.t0 + last)
-                if snapshot is not None:
-                    metrics.update_metrics(snapshot)
+            # Numbers as of the last token: the screen reads no clock of its own.
+            if (snapshot := live.snapshot()) is not None:
+                metrics.update_metrics(snapshot)
             return
         if record.metrics is not None:
             metrics.finish(record.stop_reason or record.status.value, record.metrics)
