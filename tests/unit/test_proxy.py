@@ -15,8 +15,15 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
+from spectui.core.events import TokenEvent
 from spectui.core.llama.protocol import ServerMetrics
-from spectui.core.traffic.chunks import prepare_body, response_totals, strip_timings
+from spectui.core.traffic.chunks import (
+    SETTLE_LINES,
+    StreamAttribution,
+    prepare_body,
+    response_totals,
+    strip_timings,
+)
 from spectui.core.traffic.hub import TrafficHub
 from spectui.core.traffic.models import EndpointKind, RequestStatus, TrafficRecord
 from spectui.core.traffic.proxy import TrafficProxy
@@ -342,3 +349,82 @@ def test_response_totals_of_chat_and_errors() -> None:
     assert (totals.text, totals.tokens, totals.stop_reason) == ("hi", 3, "eos")
     assert totals.drafted is None  # no timings: unknown, not zero
     assert response_totals(EndpointKind.NATIVE, b"<html>").tokens is None
+
+
+def _parsed_outgoing(kind: EndpointKind, line: bytes) -> bytes:
+    """What the client gets of a line, decided by parsing it (the rule the bytes path follows):
+    per-token timings cut, except on the final chunk, which says timings_per_token was off."""
+    try:
+        obj = json.loads(line[5:])
+    except ValueError:
+        return line
+    if not isinstance(obj, dict) or "error" in obj:
+        return line
+    choices = obj.get("choices") or [{}]
+    if kind is EndpointKind.NATIVE:
+        final = obj.get("stop") is True
+    else:
+        final = "usage" in obj or bool(choices[0].get("finish_reason"))
+    if isinstance(obj.get("timings"), dict) and not final:
+        return strip_timings(line)
+    if final and kind is EndpointKind.NATIVE:
+        return line.replace(b'"timings_per_token":true', b'"timings_per_token":false', 1)
+    return line
+
+
+_MIDDLE = b'"timings":{"predicted_n":2,"draft_n":4,"draft_n_accepted":1}}\n'
+_ODD_LINES = [
+    # Spaced JSON (not llama-server's): parsed, so its final chunk is still recognised.
+    (EndpointKind.NATIVE, b'data: {"content": "a", "stop": true, "timings": {"predicted_n": 2}}\n'),
+    (EndpointKind.NATIVE, b'data: {"content":"a","stop":false,' + _MIDDLE),
+    (EndpointKind.NATIVE, b'data: {"content":"\\"stop\\":true","stop":false,' + _MIDDLE),
+    (EndpointKind.NATIVE, b'data: {"content":"a","stop":true,"x":{"stop":false},' + _MIDDLE),
+    (EndpointKind.NATIVE, b'data: {"error":{"message":"x"},"stop":false,' + _MIDDLE),
+    (EndpointKind.NATIVE, b'data: {"content":"a","stop":false,' + _MIDDLE[:-3] + b"\n"),
+    (EndpointKind.OAI_CHAT, b'data: {"choices":[{"finish_reason":null}],' + _MIDDLE),
+    (EndpointKind.OAI_CHAT,
+     b'data: {"choices":[{"finish_reason":"stop"},{"finish_reason":null}],' + _MIDDLE),
+    (EndpointKind.OAI_CHAT, b'data: {"choices":[{"finish_reason":null}],"usage":{},' + _MIDDLE),
+    (EndpointKind.OAI_COMPLETION, b'data: {"choices":[{"finish_reason": "length"}],' + _MIDDLE),
+    (EndpointKind.OAI_COMPLETION, b"data: [DONE]\n"),
+    (EndpointKind.OAI_COMPLETION, b"data: not json\n"),
+]  # fmt: skip
+
+
+def _capture_lines() -> list[tuple[EndpointKind, bytes]]:
+    kinds = {
+        "completion-ngram-simple-2.sse": EndpointKind.NATIVE,
+        "completion-draft-simple.sse": EndpointKind.NATIVE,
+        "chat-ngram-simple.sse": EndpointKind.OAI_CHAT,
+        "v1-completions-ngram-mod.sse": EndpointKind.OAI_COMPLETION,
+    }
+    return [
+        (kind, line)
+        for name, kind in kinds.items()
+        for line in capture(name).splitlines(keepends=True)
+    ]
+
+
+@pytest.mark.parametrize(("kind", "line"), _capture_lines() + _ODD_LINES)
+def test_lines_cut_on_their_bytes_as_parsing_would(kind: EndpointKind, line: bytes) -> None:
+    attribution = StreamAttribution(kind, strip=True, keep_events=False)
+    assert attribution.line(line, 0.0) == _parsed_outgoing(kind, line)
+
+
+def test_counting_waits_for_a_batch_or_a_reader() -> None:
+    hub = TrafficHub(keep_events=True)
+    body = prepare_body(EndpointKind.NATIVE, b'{"prompt":"x","stream":true}')
+    live = hub.start("/completion", EndpointKind.NATIVE, "c", body)
+    attribution = live.attribution
+    assert attribution is not None
+    lines = data_lines(capture("completion-ngram-simple-2.sse"))
+    for n, line in enumerate(lines[:5]):
+        attribution.line(b"data: " + line + b"\n", 0.01 * n)
+        attribution.line(b"\n", 0.01 * n)
+    assert len(attribution.queued) == 5 and attribution.tracker.tokens == 0  # not counted yet
+    snapshot = live.snapshot()
+    assert snapshot is not None and snapshot.tokens == 5 and not attribution.queued
+    for n, line in enumerate(lines[5 : 5 + SETTLE_LINES], start=5):
+        attribution.line(b"data: " + line + b"\n", 0.01 * n)
+    assert not attribution.queued  # a full batch is counted at once
+    assert [e.index for e in live.events if isinstance(e, TokenEvent)] == list(range(37))
