@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
+from pathlib import Path
 
 import pytest
+import trustme
 
 from spectui.core.traffic.exchange import HIGH_WATER, ExchangeError, open_exchange
 
@@ -140,3 +143,26 @@ async def test_cancelled_before_the_answer_closes_the_connection() -> None:
             await waiting
         async with asyncio.timeout(5):
             await closed.wait()
+
+
+async def test_https_upstream_trusted_through_ssl_cert_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    authority = trustme.CA()
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("127.0.0.1").configure_cert(server_tls)
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await request_head(reader)
+        writer.write(CHUNKED_HEAD + chunk(b"data: secret\n\n") + b"0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    async for url in serve(handler, tls=server_tls):
+        with pytest.raises(ExchangeError):  # (an unknown authority is refused)
+            await exchange(url)
+        ca = tmp_path / "ca.pem"
+        authority.cert_pem.write_to_path(str(ca))
+        monkeypatch.setenv("SSL_CERT_FILE", str(ca))  # (as httpx honours it)
+        response = await exchange(url)
+        assert await response.read_all() == b"data: secret\n\n"
