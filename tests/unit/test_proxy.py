@@ -28,7 +28,7 @@ from spectui.core.traffic.hub import TrafficHub
 from spectui.core.traffic.models import EndpointKind, RequestStatus, TrafficRecord
 from spectui.core.traffic.proxy import TrafficProxy
 
-from .socket_server import chunk, serve
+from .socket_server import CHUNKED_HEAD, chunk, request_head, serve
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -428,3 +428,42 @@ def test_counting_waits_for_a_batch_or_a_reader() -> None:
         attribution.line(b"data: " + line + b"\n", 0.01 * n)
     assert not attribution.queued  # a full batch is counted at once
     assert [e.index for e in live.events if isinstance(e, TokenEvent)] == list(range(37))
+
+
+async def test_client_gone_before_the_first_byte_closes_upstream_and_is_recorded() -> None:
+    upstream_closed = asyncio.Event()
+
+    async def stalling(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await request_head(reader)
+        writer.write(CHUNKED_HEAD + chunk(b'data: {"content":"a"}\n\n'))
+        await writer.drain()
+        await reader.read()  # (until the proxy closes its side)
+        upstream_closed.set()
+
+    hub, records = TrafficHub(), Records()
+    hub.listeners.append(records)
+    incoming = [
+        {"type": "http.request", "body": b'{"prompt":"x","stream":true}', "more_body": False},
+        {"type": "http.disconnect"},
+    ]
+
+    async def receive() -> dict[str, object]:
+        return incoming.pop(0) if incoming else {"type": "http.disconnect"}
+
+    async def send(_message: object) -> None:
+        raise OSError("the client went away")  # (before even the response's head)
+
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+        "scheme": "http", "path": "/completion", "raw_path": b"/completion", "root_path": "",
+        "query_string": b"", "headers": [(b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 5000), "server": ("proxy", 80),
+    }  # fmt: skip
+    async for url in serve(stalling):
+        proxy = TrafficProxy(url, hub=hub)
+        await proxy.app(scope, receive, send)
+        async with asyncio.timeout(5):
+            await upstream_closed.wait()
+        await proxy.aclose()
+    (record,) = records.records
+    assert record.status is RequestStatus.CANCELLED and not hub.live

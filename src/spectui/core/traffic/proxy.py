@@ -57,24 +57,77 @@ prompt may keep the server silent for minutes; the client decides."""
 UPSTREAM_TIMEOUT = httpx.Timeout(connect=CONNECT_TIMEOUT_S, read=None, write=30.0, pool=None)
 
 
-class _CancellableStream(StreamingResponse):
-    """A stream that stops the moment the client disconnects, whatever ASGI version: the body
-    iterator is cancelled (closing the upstream request) even while upstream is silent."""
+class _AttributedStream(Response):
+    """An upstream SSE stream relayed to the client, attributed line by line as it passes.
+
+    It stops the moment the client disconnects, even while upstream is silent (whatever the ASGI
+    version), and however it ended — done, broken, or the client gone before its first byte —
+    the upstream connection is closed (llama-server frees the slot) and the hub told.
+    """
+
+    def __init__(self, upstream: UpstreamResponse, live: LiveRequest, proxy: TrafficProxy) -> None:
+        super().__init__(status_code=200)
+        self.raw_headers = _without_hop(upstream.headers, keep_length=False)
+        self._upstream = upstream
+        self._live = live
+        self._proxy = proxy
+        self._status = RequestStatus.CANCELLED
+        self._error: str | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async with anyio.create_task_group() as group:
+        try:
+            async with anyio.create_task_group() as group:
 
-            async def stream() -> None:
-                with contextlib.suppress(OSError):  # the client went away between two checks
-                    await self.stream_response(send)
-                group.cancel_scope.cancel()
+                async def relay() -> None:
+                    with contextlib.suppress(OSError):  # the client went away between two checks
+                        await self._relay(send)
+                    group.cancel_scope.cancel()
 
-            async def disconnected() -> None:
-                await self.listen_for_disconnect(receive)
-                group.cancel_scope.cancel()
+                async def disconnected() -> None:
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    group.cancel_scope.cancel()
 
-            group.start_soon(stream)
-            group.start_soon(disconnected)
+                group.start_soon(relay)
+                group.start_soon(disconnected)
+        finally:
+            upstream = self._upstream
+            upstream.close()
+            self._proxy.hub.finish(
+                self._live, status=self._status, http_status=upstream.status, error=self._error
+            )
+
+    async def _relay(self, send: Send) -> None:
+        upstream, attribution = self._upstream, self._live.attribution
+        assert attribution is not None
+        clock, t0 = self._proxy.clock, self._live.t0
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        pending = b""
+        try:
+            while data := await upstream.next_body():
+                t = clock() - t0
+                if pending:
+                    data = pending + data
+                out: list[bytes] = []
+                start = 0
+                while (end := data.find(b"\n", start)) >= 0:
+                    out.append(attribution.line(data[start : end + 1], t))
+                    start = end + 1
+                pending = data[start:]
+                if out:
+                    await send({"type": "http.response.body", "body": b"".join(out),
+                                "more_body": True})  # fmt: skip
+            tail = attribution.line(pending, clock() - t0) if pending else b""
+            attribution.settle()
+            self._status = RequestStatus.ERROR if attribution.error else RequestStatus.DONE
+            self._error = attribution.error
+        except ExchangeError as problem:
+            self._status = RequestStatus.ERROR
+            self._error = f"the upstream llama-server broke the stream ({problem})"
+            # The client already has a 200 and part of the stream: an SSE error is all it can
+            # still be told (the OpenAI SDK raises on it).
+            tail = _sse_error(self._error)
+        await send({"type": "http.response.body", "body": tail, "more_body": False})
 
 
 class TrafficProxy:
@@ -95,7 +148,7 @@ class TrafficProxy:
         self.hub.listeners.append(self.metrics)
         self._upstream_key = upstream_key
         self._client_key = client_key.get_secret_value().encode() if client_key else None
-        self._clock = clock
+        self.clock = clock
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
         self.http = httpx.AsyncClient(
             base_url=self.upstream,
@@ -220,9 +273,7 @@ class TrafficProxy:
         is_sse = _header(opened.headers, b"content-type").startswith(b"text/event-stream")
         if live.attribution is None or not is_sse or opened.status != 200:
             return await self._whole(opened, live)
-        stream = _CancellableStream(self._attributed(opened, live), status_code=200)
-        stream.raw_headers = _without_hop(opened.headers, keep_length=False)
-        return stream
+        return _AttributedStream(opened, live, self)
 
     async def _whole(self, opened: UpstreamResponse, live: LiveRequest) -> Response:
         """Errors and whole-body answers: read it all, pass it on unchanged, summarise it."""
@@ -251,43 +302,6 @@ class TrafficProxy:
             (b"content-length", str(len(content)).encode()),
         ]
         return whole
-
-    async def _attributed(
-        self, upstream: UpstreamResponse, live: LiveRequest
-    ) -> AsyncIterator[bytes]:
-        """Upstream's SSE bytes, attributed line by line, to the client as they arrive."""
-        attribution = live.attribution
-        assert attribution is not None
-        clock, t0 = self._clock, live.t0
-        status, error = RequestStatus.CANCELLED, None
-        pending = b""
-        try:
-            while data := await upstream.next_body():
-                t = clock() - t0
-                if pending:
-                    data = pending + data
-                out: list[bytes] = []
-                start = 0
-                while (end := data.find(b"\n", start)) >= 0:
-                    out.append(attribution.line(data[start : end + 1], t))
-                    start = end + 1
-                pending = data[start:]
-                if out:
-                    yield b"".join(out)
-            if pending:
-                yield attribution.line(pending, clock() - t0)
-            attribution.settle()
-            status = RequestStatus.ERROR if attribution.error else RequestStatus.DONE
-            error = attribution.error
-        except ExchangeError as problem:
-            status = RequestStatus.ERROR
-            error = f"the upstream llama-server broke the stream ({problem})"
-            # The client already has a 200 and part of the stream: an SSE error is all it can
-            # still be told (the OpenAI SDK raises on it).
-            yield _sse_error(error)
-        finally:
-            upstream.close()  # a client gone mid-stream: this frees the slot
-            self.hub.finish(live, status=status, http_status=upstream.status, error=error)
 
 
 async def _raw(response: httpx.Response) -> AsyncIterator[bytes]:
