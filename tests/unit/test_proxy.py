@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import functools
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -430,6 +430,26 @@ def test_counting_waits_for_a_batch_or_a_reader() -> None:
     assert [e.index for e in live.events if isinstance(e, TokenEvent)] == list(range(37))
 
 
+_SCOPE = {
+    "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+    "scheme": "http", "path": "/completion", "raw_path": b"/completion", "root_path": "",
+    "query_string": b"", "headers": [(b"content-type", b"application/json")],
+    "client": ("127.0.0.1", 5000), "server": ("proxy", 80),
+}  # fmt: skip
+"""A streamed /completion as uvicorn hands it to the app."""
+
+
+def _body_then_disconnect() -> Callable[[], Awaitable[dict[str, object]]]:
+    incoming = [
+        {"type": "http.request", "body": b'{"prompt":"x","stream":true}', "more_body": False}
+    ]
+
+    async def receive() -> dict[str, object]:
+        return incoming.pop(0) if incoming else {"type": "http.disconnect"}
+
+    return receive
+
+
 async def test_client_gone_before_the_first_byte_closes_upstream_and_is_recorded() -> None:
     upstream_closed = asyncio.Event()
 
@@ -442,28 +462,38 @@ async def test_client_gone_before_the_first_byte_closes_upstream_and_is_recorded
 
     hub, records = TrafficHub(), Records()
     hub.listeners.append(records)
-    incoming = [
-        {"type": "http.request", "body": b'{"prompt":"x","stream":true}', "more_body": False},
-        {"type": "http.disconnect"},
-    ]
-
-    async def receive() -> dict[str, object]:
-        return incoming.pop(0) if incoming else {"type": "http.disconnect"}
 
     async def send(_message: object) -> None:
         raise OSError("the client went away")  # (before even the response's head)
 
-    scope = {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-        "scheme": "http", "path": "/completion", "raw_path": b"/completion", "root_path": "",
-        "query_string": b"", "headers": [(b"content-type", b"application/json")],
-        "client": ("127.0.0.1", 5000), "server": ("proxy", 80),
-    }  # fmt: skip
     async for url in serve(stalling):
         proxy = TrafficProxy(url, hub=hub)
-        await proxy.app(scope, receive, send)
+        await proxy.app(_SCOPE, _body_then_disconnect(), send)
         async with asyncio.timeout(5):
             await upstream_closed.wait()
+        await proxy.aclose()
+    (record,) = records.records
+    assert record.status is RequestStatus.CANCELLED and not hub.live
+
+
+async def test_a_request_still_waiting_for_upstream_when_the_proxy_stops_is_recorded() -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await request_head(reader)
+        await reader.read()  # (never answers)
+
+    hub, records = TrafficHub(), Records()
+    hub.listeners.append(records)
+
+    async def send(_message: object) -> None:
+        pass
+
+    async for url in serve(silent):
+        proxy = TrafficProxy(url, hub=hub)
+        waiting = asyncio.create_task(proxy.app(_SCOPE, _body_then_disconnect(), send))
+        await asyncio.sleep(0.2)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
         await proxy.aclose()
     (record,) = records.records
     assert record.status is RequestStatus.CANCELLED and not hub.live

@@ -13,6 +13,7 @@ error and the proxy keeps serving.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import json
@@ -187,7 +188,12 @@ class TrafficProxy:
         body = prepare_body(kind, raw)
         client = f"{request.client.host}:{request.client.port}" if request.client else "?"
         live = self.hub.start(path, kind, client, body)
-        return await self._generation(request, body, headers, live)
+        try:
+            return await self._generation(request, body, headers, live)
+        except asyncio.CancelledError:  # (the proxy stops while upstream has not answered)
+            if live.record is None:
+                self.hub.finish(live, status=RequestStatus.CANCELLED, http_status=499)
+            raise
 
     # -- helpers -------------------------------------------------------------------------------
 
