@@ -36,7 +36,8 @@ async def test_a_chunked_stream_arrives_piece_by_piece_and_ends() -> None:
         writer.close()
 
     async for url in serve(handler):
-        response = await exchange(url + "/base/", "/completion?x=1")
+        credentialed = url.replace("://", "://user:secret@")  # (never in the Host header)
+        response = await exchange(credentialed + "/base/", "/completion?x=1")
         assert response.status == 200
         assert (b"content-type", b"text/event-stream") in response.headers
         assert await response.next_body() == b"data: 1\n\n"  # before the rest was even sent
@@ -47,6 +48,7 @@ async def test_a_chunked_stream_arrives_piece_by_piece_and_ends() -> None:
     head = seen[0].lower()
     assert head.startswith("post /base/completion?x=1 http/1.1\r\n")
     assert "content-length: 2\r\n" in head and "connection: close\r\n" in head
+    assert "secret" not in head and "host: 127.0.0.1:" in head
 
 
 @pytest.mark.parametrize("framing", ["length", "close"])

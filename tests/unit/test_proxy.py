@@ -391,22 +391,24 @@ _ODD_LINES = [
 ]  # fmt: skip
 
 
-def _capture_lines() -> list[tuple[EndpointKind, bytes]]:
-    kinds = {
-        "completion-ngram-simple-2.sse": EndpointKind.NATIVE,
-        "completion-draft-simple.sse": EndpointKind.NATIVE,
-        "chat-ngram-simple.sse": EndpointKind.OAI_CHAT,
-        "v1-completions-ngram-mod.sse": EndpointKind.OAI_COMPLETION,
-    }
-    return [
-        (kind, line)
-        for name, kind in kinds.items()
-        for line in capture(name).splitlines(keepends=True)
-    ]
+_CAPTURE_KINDS = {
+    "completion-ngram-simple-2.sse": EndpointKind.NATIVE,
+    "completion-draft-simple.sse": EndpointKind.NATIVE,
+    "chat-ngram-simple.sse": EndpointKind.OAI_CHAT,
+    "v1-completions-ngram-mod.sse": EndpointKind.OAI_COMPLETION,
+}
 
 
-@pytest.mark.parametrize(("kind", "line"), _capture_lines() + _ODD_LINES)
-def test_lines_cut_on_their_bytes_as_parsing_would(kind: EndpointKind, line: bytes) -> None:
+@pytest.mark.parametrize("name", _CAPTURE_KINDS)
+def test_capture_lines_cut_on_their_bytes_as_parsing_would(name: str) -> None:
+    kind = _CAPTURE_KINDS[name]
+    attribution = StreamAttribution(kind, strip=True, keep_events=False)
+    for line in capture(name).splitlines(keepends=True):
+        assert attribution.line(line, 0.0) == _parsed_outgoing(kind, line), line
+
+
+@pytest.mark.parametrize(("kind", "line"), _ODD_LINES)
+def test_odd_lines_cut_as_parsing_would(kind: EndpointKind, line: bytes) -> None:
     attribution = StreamAttribution(kind, strip=True, keep_events=False)
     assert attribution.line(line, 0.0) == _parsed_outgoing(kind, line)
 

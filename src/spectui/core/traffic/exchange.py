@@ -202,7 +202,7 @@ async def open_exchange(
         head = h11.Request(
             method=method,
             target=target,
-            headers=[("host", url.netloc), ("content-length", str(len(body))),
+            headers=[("host", url.netloc.rpartition("@")[2]), ("content-length", str(len(body))),
                      ("connection", "close"), *headers],
         )  # fmt: skip
         request = b"".join(
