@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import trustme
 
-from spectui.core.traffic.exchange import HIGH_WATER, ExchangeError, open_exchange
+from spectui.core.llama.transport import HIGH_WATER
+from spectui.core.traffic.exchange import ExchangeError, open_exchange
 
 from .socket_server import CHUNKED_HEAD, chunk, request_head, serve
 

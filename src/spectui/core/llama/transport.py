@@ -32,9 +32,9 @@ BUSY_READ_BYTES = 16 * 1024
 """A read this large (~40 chunks of a stream with per-token timings) means the stream is busy:
 the next read is not held back (see `AsyncioStream.read_gap`)."""
 
-_HIGH_WATER = 256 * 1024
-"""Unread bytes at which the socket stops being read: a consumer that stops pulling cannot make
-a stream fill memory."""
+HIGH_WATER = 256 * 1024
+"""Unread bytes at which a socket stops being read: a consumer that stops pulling cannot make
+a stream fill memory (the proxy's `exchange` keeps to it too)."""
 
 
 class _Buffered(asyncio.Protocol):
@@ -57,7 +57,7 @@ class _Buffered(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.chunks.append(data)
         self.size += len(data)
-        if self.size >= _HIGH_WATER and self.transport is not None:
+        if self.size >= HIGH_WATER and self.transport is not None:
             self.transport.pause_reading()
             self.paused_reading = True
         self._wake()
@@ -97,7 +97,7 @@ class _Buffered(asyncio.Protocol):
         else:
             self.chunks = []
             self.size = 0
-        if self.paused_reading and self.size < _HIGH_WATER // 2 and self.transport is not None:
+        if self.paused_reading and self.size < HIGH_WATER // 2 and self.transport is not None:
             self.transport.resume_reading()
             self.paused_reading = False
         return data
@@ -318,4 +318,4 @@ def lean_transport(limits: httpx.Limits = _DEFAULT_LIMITS) -> AsyncioTransport |
     return AsyncioTransport(limits=limits)
 
 
-__all__ = ["AsyncioBackend", "AsyncioStream", "AsyncioTransport", "lean_transport"]
+__all__ = ["HIGH_WATER", "AsyncioBackend", "AsyncioStream", "AsyncioTransport", "lean_transport"]

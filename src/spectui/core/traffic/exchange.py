@@ -24,9 +24,7 @@ import h11
 import httptools
 import httpx
 
-HIGH_WATER = 256 * 1024
-"""Unread body bytes at which the socket stops being read (a client that reads slowly cannot
-make the proxy hold a whole stream)."""
+from spectui.core.llama.transport import HIGH_WATER
 
 
 class ExchangeError(Exception):
