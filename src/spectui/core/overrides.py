@@ -1,0 +1,78 @@
+"""Gates for the few places where spectui uses a library's private API for speed.
+
+Each override names the library, the exact version it was tested with (the one `pyproject.toml`
+pins) and a check of the private names it needs. It is used only when that version is installed,
+the check passes and `SPECTUI_STOCK` is not set; otherwise the caller takes the library's public
+path and one line is logged saying why. The result is decided once per process.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from importlib import metadata
+
+from pydantic import BaseModel, ConfigDict
+
+STOCK_ENV = "SPECTUI_STOCK"
+"""Environment variable: set to 1 to force every stock (public-API) path."""
+
+log = logging.getLogger("spectui.overrides")
+
+
+class Override(BaseModel):
+    """One use of a library's internals, and what it needs to be safe."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    """Short name shown in the log line, e.g. `lean-compositor`."""
+    library: str
+    """Distribution name whose internals are used, e.g. `textual`."""
+    tested_version: str
+    """The exact version the override was tested with (pinned in pyproject.toml)."""
+
+
+def stock_forced() -> bool:
+    """Whether the user asked for every stock path (`SPECTUI_STOCK=1`)."""
+    return os.environ.get(STOCK_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+_decided: dict[str, bool] = {}
+
+
+def enabled(override: Override, check: Callable[[], bool]) -> bool:
+    """Whether `override` may be used in this process (decided once, logged once if not).
+
+    `check` looks for the private names and signatures the override relies on; an exception it
+    raises counts as a failed check.
+    """
+    if override.name in _decided:
+        return _decided[override.name]
+    reason = _refusal(override, check)
+    if reason is not None:
+        log.info("%s: using %s's public path (%s)", override.name, override.library, reason)
+    _decided[override.name] = reason is None
+    return reason is None
+
+
+def _refusal(override: Override, check: Callable[[], bool]) -> str | None:
+    if stock_forced():
+        return f"{STOCK_ENV} is set"
+    try:
+        installed = metadata.version(override.library)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+    if installed != override.tested_version:
+        return f"{override.library} {installed} is not the tested {override.tested_version}"
+    try:
+        ok = check()
+    except Exception as exc:  # a renamed private name is exactly what this guards against
+        return f"check failed: {type(exc).__name__}"
+    return None if ok else "the private names it needs are missing"
+
+
+def reset() -> None:
+    """Forget every decision (tests switch `SPECTUI_STOCK` within one process)."""
+    _decided.clear()
