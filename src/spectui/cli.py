@@ -116,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_tune_parser(commands, _launch_options)
     add_watch_parser(commands)
+    from spectui.commands.whatif import add_whatif_parser
+
+    add_whatif_parser(commands)
     return parser
 
 
@@ -214,6 +217,10 @@ def _dispatch(args: argparse.Namespace, extra: list[str]) -> int:
         from spectui.commands.watch import run_watch
 
         return run_watch(args)
+    if args.command == "whatif":
+        from spectui.commands.whatif import run_whatif
+
+        return run_whatif(args)
     settings = settings_from(args, extra)
     if args.command == "proxy":
         from spectui.commands.proxy import run_proxy

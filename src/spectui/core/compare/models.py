@@ -101,6 +101,9 @@ class ComparePlan(BaseModel):
     """Sampling parameters of every run."""
     memory_budget: MemoryBudget = MemoryBudget()
     """Extra peak memory over the baseline a config may cost before it is dropped for it."""
+    identical_answers: bool = False
+    """The strict rule: any answer that differs from the baseline's at temperature 0 drops the
+    config (default: a change at a near-tie is a caveat, judged by the prompt's checkers)."""
     active: tuple[tuple[str, ...], ...] | None = None
     """Per round (1..reps), the config names that run in it (None: every config, every round).
     `tune` races candidates: losers leave the schedule, the baseline stays in every round."""
@@ -200,6 +203,8 @@ class RunRecord(BaseModel):
     """Tokens generated."""
     tokens_per_second: float | None = None
     """Decode rate: tokens after the first / time from first to last token."""
+    predicted_tokens_per_second: float | None = None
+    """The decode rate the comparison's cost model predicts from this run's steps (`costmodel`)."""
     prompt_tokens: int | None = None
     """Prompt tokens the server processed."""
     prompt_tokens_per_second: float | None = None

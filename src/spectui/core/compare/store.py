@@ -18,6 +18,7 @@ from typing import IO, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from spectui import __version__
+from spectui.core.compare.costmodel import CostModel, fit_runs, predictions
 from spectui.core.compare.models import (
     ComparePlan,
     CompareSessionInfo,
@@ -104,6 +105,8 @@ class CompareDocument(BaseModel):
     """One row per config × prompt, with the verdict."""
     restarts: str = ""
     """How the server was restarted between configs and rounds, in one sentence."""
+    cost_model: CostModel | None = None
+    """Step cost fitted on every counted run (`costmodel`); None until runs can fix it."""
 
     @classmethod
     def new(
@@ -137,11 +140,14 @@ class CompareDocument(BaseModel):
     ) -> CompareDocument:
         """This document with the runs so far, their correctness and a fresh summary."""
         planned = len(self.plan.jobs())
+        runs = annotate(self.plan, runs)
+        cost = fit_runs(self.plan, runs)
         return self.model_copy(
             update={
                 "updated_at": datetime.now(UTC),
                 "complete": len({r.seq for r in runs}) >= planned,
-                "runs": annotate(self.plan, runs),
+                "runs": predictions(self.plan, runs, cost),
+                "cost_model": cost,
                 "server_starts": list(starts),
                 "sessions": list(sessions),
                 "summary": report_rows(self.plan, runs),

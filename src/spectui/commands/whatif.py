@@ -1,0 +1,150 @@
+"""`spectui whatif RUN.jsonl [--draft-max 2,4,8,16] [--cost-model FILE] [--json]`.
+
+From one recorded run (a session file of the TUI, ``stream --record`` or ``proxy --record``) at
+draft max K: predicted tokens per step and tokens/s at other draft maxima (`core.compare.whatif`
+states the model). The step cost is fitted on the run's own decodes, or taken from a compare or
+tune file of the same server (``--cost-model``). ``--json`` prints exactly
+``{"cost_model", "recorded", "predictions"}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from spectui.core.errors import SpectuiError
+
+DEFAULT_DRAFT_MAX = (2, 4, 8, 16)
+"""The draft maxima predicted when none are given."""
+
+
+class WhatIfUsageError(SpectuiError):
+    """Options that cannot be used."""
+
+    title = "Bad whatif options"
+    exit_code = 2
+
+
+class WhatIfOptions(BaseModel):
+    """`spectui whatif`'s options, typed (nothing downstream reads the argparse namespace)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file: Path
+    """The recorded session file."""
+    draft_max: tuple[int, ...] = DEFAULT_DRAFT_MAX
+    """Draft maxima to predict at, in the order given."""
+    cost_model: Path | None = None
+    """A compare or tune JSON whose fitted cost model to use (else: fitted on the run)."""
+    json_out: bool = Field(default=False)
+    """Print the JSON object instead of the table."""
+
+    @field_validator("draft_max", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("draft_max")
+    @classmethod
+    def _positive(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if not value or any(v < 1 or v > 256 for v in value):
+            raise ValueError("draft maxima are whole numbers from 1 to 256")
+        return value
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> WhatIfOptions:
+        """The options from the parsed command line; one clear line when they are wrong."""
+        raw = {
+            "file": args.file,
+            "draft_max": getattr(args, "draft_max", None) or DEFAULT_DRAFT_MAX,
+            "cost_model": getattr(args, "cost_model", None),
+            "json_out": bool(getattr(args, "json", False)),
+        }
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = str(first["loc"][0]) if first["loc"] else "options"
+            text = str(first["msg"]).removeprefix("Value error, ")
+            flag = {"draft_max": "--draft-max", "cost_model": "--cost-model"}.get(where, where)
+            raise WhatIfUsageError(f"{flag}: {text} (e.g. --draft-max 2,4,8,16)") from None
+
+
+def add_whatif_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `spectui whatif`."""
+    parser = commands.add_parser(
+        "whatif", help="predict tokens/s at other draft lengths from one recorded run"
+    )
+    parser.add_argument("file", type=Path, metavar="RUN.jsonl", help="recorded session file")
+    parser.add_argument(
+        "--draft-max", dest="draft_max", metavar="K,K", help="draft maxima (default 2,4,8,16)"
+    )
+    parser.add_argument(
+        "--cost-model",
+        dest="cost_model",
+        type=Path,
+        metavar="FILE",
+        help="take the step cost from a compare or tune JSON of the same server",
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _load_cost_model(path: Path) -> object:
+    from spectui.core.compare.costmodel import CostModel
+    from spectui.core.errors import read_bytes
+
+    raw = read_bytes(path, "cost model file", WhatIfUsageError)
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise WhatIfUsageError(f"{path} is not JSON") from None
+    if isinstance(data, dict) and isinstance(data.get("compare"), dict):
+        data = data["compare"]  # a tune document embeds its compare document
+    found = data.get("cost_model") if isinstance(data, dict) else None
+    if not isinstance(found, dict):
+        raise WhatIfUsageError(f"{path} holds no fitted cost_model (a compare or tune file)")
+    try:
+        return CostModel.model_validate(found)
+    except ValidationError:
+        raise WhatIfUsageError(f"{path}: its cost_model is not one this spectui reads") from None
+
+
+def run_whatif(args: argparse.Namespace) -> int:
+    """Run `spectui whatif`; returns the exit status."""
+    from spectui.core.compare.costmodel import CostModel
+    from spectui.core.compare.whatif import what_if
+    from spectui.core.sessions.file import read_session
+
+    options = WhatIfOptions.from_args(args)
+    model = _load_cost_model(options.cost_model) if options.cost_model else None
+    session = read_session(options.file)
+    if session.problem:
+        print(f"spectui: {session.problem}", file=sys.stderr)
+    result = what_if(session, options.draft_max, model if isinstance(model, CostModel) else None)
+    if options.json_out:
+        print(result.model_dump_json(indent=1))
+        return 0
+    rec = result.recorded
+    cost = result.cost_model
+    params = ", ".join(f"{k} {v:.3g}" for k, v in cost.parameters.items())
+    error = f"{cost.median_abs_error:.1%}" if cost.median_abs_error is not None else "?"
+    print(
+        f"recorded: {rec.spec}, draft max {rec.draft_max}, {rec.tokens} tokens, {rec.steps} steps"
+    )
+    measured = f"{rec.tokens_per_second:.1f}" if rec.tokens_per_second else "?"
+    print(f"  measured {measured} tok/s, model {rec.predicted_tokens_per_second:.1f} tok/s")
+    print(f"cost model ({cost.source}, {cost.points} points): {params}; median error {error}")
+    print(f"{'draft max':>9}  {'tok/step':>8}  {'tok/s':>7}  {'vs run':>6}")
+    for p in result.predictions:
+        mark = "  extrapolated" if p.extrapolated else ""
+        print(
+            f"{p.draft_max:>9}  {p.tokens_per_step:>8.2f}  {p.tokens_per_second:>7.1f}  "
+            f"{p.speedup_vs_recorded:>5.2f}x{mark}"
+        )
+    return 0

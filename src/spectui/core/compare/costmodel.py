@@ -1,0 +1,291 @@
+"""A step-cost model: what one decode of the target costs, as a function of what it verifies.
+
+The model (``kind`` ``"linear-step"``), for one server configuration (binary, model, ctx size,
+threads: what every config of a comparison shares)::
+
+    decode time (ms) = decode_ms + drafted_ms[group] x drafted
+
+One *decode* is one forward pass of the target after the first token: either a verification step
+of ``drafted + 1`` tokens or a plain decode of one token (``drafted = 0``; no draft was tried).
+``decode_ms`` is the cost of a batch of one; ``drafted_ms[group]`` what each drafted token adds:
+its place in the verification batch and, for draft-model types, the drafter's own forward pass.
+The group is ``"ngram"`` for every n-gram type (their lookups cost next to nothing, so they share
+one coefficient: the verification batch) and the type itself for a draft-model type
+(``"draft-simple"``, ``"draft-mtp"``, ...), whose drafting cost is its own.
+
+Two ways to fit it, both weighted least squares on *relative* error, then refitted once without
+the points more than `TRIM` median errors (and 10 %) off (a run disturbed by a neighbour's load):
+
+- `fit_runs`: from whole runs (a compare or tune document). A run after its first token made
+  ``tokens - 1 - accepted`` decodes and drafted ``drafted`` tokens, and took
+  ``(tokens - 1) / tokens_per_second``; the baseline pins ``decode_ms``, each group's runs its
+  ``drafted_ms``. Pooled over every run, hundreds of steps decide two or three numbers.
+- `fit_decodes`: from one recorded run's decodes (a session file): each decode's own time, from
+  the arrival of its first token to the next one's.
+
+Predicted tokens/s is ``(tokens - 1) / predicted decode time``: the decode rate, as measured.
+``median_abs_error`` is the median of ``|predicted - measured| / measured`` tokens/s over every
+run used (trimmed ones included: the error is not flattered by what the fit left out).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from spectui.core.compare.models import ComparePlan, RunRecord
+
+DECODE = "decode_ms"
+"""Parameter name: one decode of a batch of one (ms)."""
+NGRAM = "ngram"
+"""The group every n-gram type shares."""
+TRIM = 3.0
+"""Points whose relative error is more than this many median errors are left out of the refit."""
+TRIM_FLOOR = 0.1
+"""...and more than this (a perfect fit's tiny errors trim nothing)."""
+MIN_POINTS = 2
+"""Fewer points than this fit nothing."""
+
+
+def drafted_key(group: str) -> str:
+    """The parameter name of a group's per-drafted-token cost: 'drafted_ms.ngram'."""
+    return f"drafted_ms.{group}"
+
+
+def spec_group(types: Sequence[str]) -> str | None:
+    """The cost group of a spec: its draft-model type, else 'ngram'; None for no speculation."""
+    kinds = [t for t in types if t != "none"]
+    if not kinds:
+        return None
+    return next((t for t in kinds if t.startswith("draft-")), NGRAM)
+
+
+class CostModel(BaseModel):
+    """A fitted step-cost model (see the module docstring for what it states)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["linear-step"] = "linear-step"
+    """The model's form: decode time = decode_ms + drafted_ms[group] x drafted."""
+    parameters: dict[str, float]
+    """'decode_ms' and one 'drafted_ms.<group>' per group seen (milliseconds)."""
+    median_abs_error: float | None = None
+    """Median |predicted - measured| / measured tokens/s over the points fitted."""
+    p90_abs_error: float | None = None
+    """The 90th percentile of that error: the width of a prediction's interval."""
+    points: int = 0
+    """Runs (or decodes) it was fitted on."""
+    trimmed: int = 0
+    """Of those, left out of the refit as outliers."""
+    source: Literal["runs", "decodes"] = "runs"
+    """Fitted on whole runs (a comparison) or on one run's decodes (a session)."""
+
+    @property
+    def decode_ms(self) -> float:
+        """One decode of a batch of one."""
+        return self.parameters[DECODE]
+
+    def drafted_ms(self, group: str | None) -> float | None:
+        """What a drafted token of ``group`` adds (None: not fitted for it)."""
+        if group is None:
+            return 0.0
+        return self.parameters.get(drafted_key(group))
+
+    def decode_time_ms(self, decodes: float, drafted: float, group: str | None) -> float | None:
+        """Predicted time of ``decodes`` decodes that drafted ``drafted`` tokens in all."""
+        per = self.drafted_ms(group)
+        if per is None:
+            return None
+        return self.decode_ms * decodes + per * drafted
+
+    def predict_run(self, record: RunRecord, group: str | None) -> float | None:
+        """Predicted tokens/s (decode rate) of a finished run."""
+        point = run_point(record, group)
+        if point is None:
+            return None
+        ms = self.decode_time_ms(point.decodes, point.drafted, group)
+        return (record.tokens - 1) / (ms / 1000) if ms and ms > 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class CostPoint:
+    """One observation: decodes, drafted tokens, their group, and the time they took."""
+
+    decodes: float
+    """Forward passes of the target."""
+    drafted: float
+    """Draft tokens they verified."""
+    group: str | None
+    """Cost group (None: no speculation)."""
+    ms: float
+    """Measured time."""
+
+
+def run_point(record: RunRecord, group: str | None) -> CostPoint | None:
+    """A finished run as a point (None: no usable decode rate)."""
+    if not record.ok or record.tokens < 2 or not record.tokens_per_second:
+        return None
+    decodes = record.tokens - 1 - record.accepted
+    if decodes <= 0:
+        return None
+    ms = (record.tokens - 1) / record.tokens_per_second * 1000
+    return CostPoint(decodes, record.drafted, group, ms)
+
+
+def fit_points(points: Sequence[CostPoint], source: Literal["runs", "decodes"]) -> CostModel | None:
+    """Fit the model (None: too few points, or nothing fixes the cost of a decode)."""
+    usable = [p for p in points if p.ms > 0 and p.decodes > 0]
+    if len(usable) < MIN_POINTS:
+        return None
+    params = _fit(usable)
+    if params is None:
+        return None
+    errors = _errors(usable, params)
+    typical = statistics.median(errors)
+    limit = max(TRIM * typical, TRIM_FLOOR)
+    kept = [p for p, e in zip(usable, errors, strict=True) if e <= limit]
+    trimmed = len(usable) - len(kept)
+    if trimmed and len(kept) >= MIN_POINTS and (refit := _fit(kept)) is not None:
+        params = refit
+        errors = _errors(usable, params)
+    else:
+        trimmed = 0
+    return CostModel(
+        parameters={k: round(v, 6) for k, v in params.items()},
+        median_abs_error=round(statistics.median(errors), 6),
+        p90_abs_error=round(_quantile(errors, 0.9), 6),
+        points=len(usable),
+        trimmed=trimmed,
+        source=source,
+    )
+
+
+def fit_runs(plan: ComparePlan, records: Iterable[RunRecord]) -> CostModel | None:
+    """The model from every counted, successful run of a comparison (warm-ups left out)."""
+    groups = {c.name: spec_group(c.spec.types) for c in plan.configs}
+    points = [
+        p
+        for r in records
+        if not r.warmup and r.config in groups and (p := run_point(r, groups[r.config]))
+    ]
+    return fit_points(points, "runs")
+
+
+def fit_decodes(decodes: Sequence[tuple[int, float]], group: str | None) -> CostModel | None:
+    """The model from one run's decodes: (drafted, ms) each."""
+    return fit_points([CostPoint(1, d, group if d else None, ms) for d, ms in decodes], "decodes")
+
+
+def predictions(
+    plan: ComparePlan, records: Sequence[RunRecord], model: CostModel | None
+) -> list[RunRecord]:
+    """``records`` with ``predicted_tokens_per_second`` set where ``model`` can predict it."""
+    if model is None:
+        return [r.model_copy(update={"predicted_tokens_per_second": None}) for r in records]
+    groups = {c.name: spec_group(c.spec.types) for c in plan.configs}
+    out = []
+    for record in records:
+        predicted = model.predict_run(record, groups.get(record.config))
+        value = None if predicted is None else round(predicted, 3)
+        out.append(record.model_copy(update={"predicted_tokens_per_second": value}))
+    return out
+
+
+def _features(point: CostPoint, names: Sequence[str]) -> list[float]:
+    row = [point.decodes]
+    for name in names[1:]:
+        row.append(point.drafted if name == drafted_key(point.group or "") else 0.0)
+    return row
+
+
+def _fit(points: Sequence[CostPoint]) -> dict[str, float] | None:
+    """Weighted least squares on relative error; a group whose cost comes out negative (noise on
+    a group with little data) is refitted at zero rather than kept as a time machine."""
+    groups = sorted({p.group for p in points if p.group is not None and p.drafted > 0})
+    names = [DECODE, *(drafted_key(g) for g in groups)]
+    zero: set[str] = set()
+    while True:
+        free = [n for n in names if n not in zero]
+        rows = [[v / p.ms for v in _features(p, free)] for p in points]
+        theta = _least_squares(rows, [1.0] * len(points))
+        if theta is None:
+            return None
+        fitted = dict(zip(free, theta, strict=True))
+        negative = [n for n in free[1:] if fitted[n] < 0]
+        if not negative:
+            if fitted[DECODE] <= 0:
+                return None
+            return {**fitted, **dict.fromkeys(zero, 0.0)}
+        zero.update(negative)
+
+
+def _least_squares(rows: Sequence[Sequence[float]], y: Sequence[float]) -> list[float] | None:
+    """min |X theta - y|^2 by the normal equations (a handful of unknowns); None if singular."""
+    n = len(rows[0])
+    a = [[sum(r[i] * r[j] for r in rows) for j in range(n)] for i in range(n)]
+    b = [sum(r[i] * v for r, v in zip(rows, y, strict=True)) for i in range(n)]
+    scale = max((abs(a[i][i]) for i in range(n)), default=0.0)
+    if scale == 0:
+        return None
+    for col in range(n):  # Gaussian elimination, partial pivoting
+        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
+        if abs(a[pivot][col]) <= 1e-12 * scale:
+            return None
+        a[col], a[pivot] = a[pivot], a[col]
+        b[col], b[pivot] = b[pivot], b[col]
+        for r in range(col + 1, n):
+            f = a[r][col] / a[col][col]
+            for c in range(col, n):
+                a[r][c] -= f * a[col][c]
+            b[r] -= f * b[col]
+    theta = [0.0] * n
+    for r in reversed(range(n)):
+        theta[r] = (b[r] - sum(a[r][c] * theta[c] for c in range(r + 1, n))) / a[r][r]
+    return theta
+
+
+def _errors(points: Sequence[CostPoint], params: dict[str, float]) -> list[float]:
+    """|predicted - measured| / measured *rate* (rate = work / time) per point."""
+    out = []
+    for p in points:
+        per = params.get(drafted_key(p.group)) if p.group else 0.0
+        ms = params[DECODE] * p.decodes + (per or 0.0) * p.drafted
+        out.append(abs(p.ms / ms - 1) if ms > 0 else math.inf)
+    return out
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))
+    return ordered[index]
+
+
+class PredictedSpeedup(BaseModel):
+    """A speedup over the baseline predicted by the cost model, with its interval."""
+
+    model_config = ConfigDict(frozen=True)
+
+    speedup: float
+    """Predicted end-to-end throughput over the baseline's."""
+    low: float
+    """Low end: the speedup with the model's p90 error against it."""
+    high: float
+    """High end: with that error for it."""
+
+
+__all__ = [
+    "CostModel",
+    "CostPoint",
+    "PredictedSpeedup",
+    "fit_decodes",
+    "fit_points",
+    "fit_runs",
+    "predictions",
+    "run_point",
+    "spec_group",
+]
