@@ -20,6 +20,7 @@ from spectui import __version__
 from spectui.commands.common import SAMPLING_FLAGS, add_sampling_flags
 from spectui.config import Settings, load_settings, state_dir
 from spectui.core.errors import SpectuiError
+from spectui.core.files import write_new
 
 
 def _launch_options(parser: argparse.ArgumentParser) -> None:
@@ -166,9 +167,11 @@ def _report_crash(error: BaseException) -> str:
     """Write the traceback to a file; return where (the user sees one line, not a traceback)."""
     folder = state_dir() / "crashes"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"crash-{datetime.now():%Y%m%d-%H%M%S}.txt"
-        path.write_text("".join(traceback.format_exception(error)))
+        # Owner-only and never through a symlink: a traceback can hold prompts and paths.
+        path = write_new(
+            folder / f"crash-{datetime.now():%Y%m%d-%H%M%S}.txt",
+            "".join(traceback.format_exception(error)),
+        )
     except OSError:
         return "(could not write the traceback)"
     return f"details in {path}"

@@ -21,6 +21,7 @@ JSON Lines: one object per line with the same keys (``check`` as a nested object
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -115,11 +116,13 @@ def _read_entries(path: Path) -> list[Any]:
         return entries
     if suffix in (".jsonl", ".ndjson"):
         entries = []
-        for number, line in enumerate(text.splitlines(), 1):
+        # Lines end at "\n" only: str.splitlines() would also cut at U+2028, U+0085, ... which
+        # JSON allows raw inside a string (a recorded prompt may hold them).
+        for number, line in enumerate(text.split("\n"), 1):
             if not line.strip():
                 continue
             try:
-                entries.append(json.loads(line))
+                entries.append(_well_formed(json.loads(line)))
             except json.JSONDecodeError as error:
                 raise PromptFileError(
                     f"prompt file {path}, line {number}: not JSON ({error.msg})"
@@ -128,6 +131,21 @@ def _read_entries(path: Path) -> list[Any]:
     raise PromptFileError(
         f"prompt file {path}: use a .toml or .jsonl file (see `spectui compare --help`)"
     )
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _well_formed(value: Any) -> Any:
+    """``value`` with each lone surrogate in its strings (JSON allows ``"\\ud800"``; UTF-8 and
+    llama-server do not) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_well_formed(item) for item in value]
+    if isinstance(value, dict):
+        return {_well_formed(k): _well_formed(v) for k, v in value.items()}
+    return value
 
 
 def _where(error: ValidationError) -> str:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from spectui.core.errors import ServerStartError, SpecConfigError
 from spectui.core.llama.binary import Capabilities
+from spectui.core.llama.secrets import mask_argv
 from spectui.core.llama.specconfig import SpecConfig, replace_spec_args
 
 # Flags spectui sets itself: the same flag in extra args would silently win (llama-server takes the
@@ -147,9 +148,5 @@ class LaunchConfig(BaseModel):
 
 
 def redacted(argv: list[str]) -> str:
-    """The command line for the log file, with any key on it hidden."""
-    shown = list(argv)
-    for index, token in enumerate(shown[:-1]):
-        if token == "--api-key":
-            shown[index + 1] = "***"
-    return " ".join(t if not t.startswith("--api-key=") else "--api-key=***" for t in shown)
+    """The command line for the log file, with every secret on it hidden (`mask_argv`)."""
+    return " ".join(mask_argv(argv))

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import os
 import re
 import time
 from collections import deque
 from pathlib import Path
 from typing import TextIO
+
+from spectui.core.files import ensure_private_dir, open_append
 
 MAX_LINES = 2000
 """Lines kept in memory per server."""
@@ -55,8 +58,10 @@ class ServerLog:
         self._load_started: float | None = None
         self._file: TextIO | None = None
         if file is not None:
-            file.parent.mkdir(parents=True, exist_ok=True)
-            self._file = file.open("a", encoding="utf-8", buffering=1)
+            # Owner-only (0700 folder, 0600 file, no symlink followed): a server's log holds
+            # prompts, paths and sometimes its own command line.
+            ensure_private_dir(file.parent)
+            self._file = os.fdopen(open_append(file), "a", encoding="utf-8", buffering=1)
 
     def note(self, text: str) -> None:
         """Write a line of spectui's own (the command line, an exit status) to the file only."""
@@ -165,7 +170,7 @@ async def drain(stream: asyncio.StreamReader, log: ServerLog) -> None:
 
 def new_log_file(folder: Path, keep: int = KEEP_LOG_FILES) -> Path:
     """A fresh file name in ``folder`` for one launch; deletes the oldest beyond ``keep``."""
-    folder.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(folder)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     path = folder / f"llama-server-{stamp}.log"
     n = 1

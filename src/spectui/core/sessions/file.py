@@ -25,6 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from spectui import __version__
 from spectui.core.errors import SpectuiError, read_bytes
 from spectui.core.events import EngineEvent, SummaryEvent, engine_event_adapter
+from spectui.core.files import ensure_private_dir, open_new, open_replace, open_unique
+from spectui.core.llama import secrets
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest
 
@@ -34,8 +36,9 @@ SCHEMA_VERSION = 1
 REDACTED = "[redacted]"
 """What a secret is replaced with."""
 
-SECRET_FLAGS = frozenset({"--api-key", "--api-key-file", "--hf-token", "-hft", "--ssl-key-file"})
-"""llama-server flags whose value must never be recorded."""
+SECRET_FLAGS = secrets.SECRET_FLAGS
+"""llama-server flags whose value must never be recorded (others named like one are masked too,
+see `spectui.core.llama.secrets`)."""
 
 
 class SessionError(SpectuiError):
@@ -99,23 +102,7 @@ class SessionHeader(BaseModel):
 
 def redact_flags(flags: Iterable[str]) -> list[str]:
     """Flags with the values of secret ones masked (``--api-key X`` and ``--api-key=X``)."""
-    out: list[str] = []
-    mask_next = False
-    for flag in flags:
-        if mask_next:
-            out.append(REDACTED)
-            mask_next = False
-            continue
-        name, eq, _ = flag.partition("=")
-        if name in SECRET_FLAGS:
-            if eq:
-                out.append(f"{name}={REDACTED}")
-            else:
-                out.append(flag)
-                mask_next = True
-            continue
-        out.append(flag)
-    return out
+    return secrets.mask_argv(flags, REDACTED)
 
 
 class SessionWriter:
@@ -134,17 +121,35 @@ class SessionWriter:
 
     @classmethod
     def open(
-        cls, path: Path, header: SessionHeader, *, secrets: Sequence[str] = ()
+        cls,
+        path: Path,
+        header: SessionHeader,
+        *,
+        secrets: Sequence[str] = (),
+        unique: bool = False,
+        replace: bool = False,
     ) -> SessionWriter:
-        """Create the file (and its folder) and write the header; SessionError if impossible."""
-        writer = cls(path, secrets=secrets)
+        """Create the file (and its folder) and write the header; SessionError if impossible.
+
+        The file must be new; with ``unique`` a taken name becomes ``-2``, ``-3``, ... (the
+        writer's ``path`` says which); with ``replace`` an existing file is rewritten. A symlink
+        at the path is refused either way (`spectui.core.files`).
+        """
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
             # Owner-only: a prompt or an answer may be private even with no key in it.
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            writer._file = os.fdopen(fd, "w", encoding="utf-8")
+            ensure_private_dir(path.parent)
+            if replace:
+                fd = open_replace(path)
+            elif unique:
+                path, fd = open_unique(path)
+            else:
+                fd = open_new(path)
+        except FileExistsError:
+            raise SessionError(f"cannot write session file {path}: it already exists") from None
         except OSError as error:
             raise SessionError(f"cannot write session file {path}: {error.strerror}") from None
+        writer = cls(path, secrets=secrets)
+        writer._file = os.fdopen(fd, "w", encoding="utf-8")
         writer._line(header.model_dump_json())
         if writer.problem is not None:
             raise SessionError(writer.problem)

@@ -73,22 +73,16 @@ def header_for(
 
 
 def session_path(folder: Path, label: str, spec: SpecConfig | None, when: datetime) -> Path:
-    """A new file in ``folder`` named by time, prompt and spec; never an existing one."""
+    """The name for a session in ``folder``, by time, prompt and spec. Open it with
+    ``SessionWriter.open(..., unique=True)``: a name already taken gets ``-2``, ``-3``, ...
+    at the moment the file is created (no check-then-create race)."""
     spec_name = ",".join(spec.types) if spec is not None else "unknown"
     stem = _slug(f"{when:%Y%m%d-%H%M%S}-{label}-{spec_name}")
-    return _unused(folder / f"{stem}{SUFFIX}")
+    return folder / f"{stem}{SUFFIX}"
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "session"
-
-
-def _unused(path: Path) -> Path:
-    candidate, number = path, 2
-    while candidate.exists():
-        candidate = path.with_name(f"{path.stem}-{number}{path.suffix}")
-        number += 1
-    return candidate
 
 
 class RecordingEngine:
@@ -150,13 +144,15 @@ class RecordingEngine:
         """The most recent session file."""
         return self.paths[-1] if self.paths else None
 
-    def _next_path(self, label: str, spec: SpecConfig | None) -> Path:
+    def _next_path(self, label: str, spec: SpecConfig | None) -> tuple[Path, bool]:
+        """Where the next run goes, and whether that file may be rewritten (the file the user
+        named, for the first run) rather than only created."""
         if self._path is not None:
             if not self.paths:
-                return self._path
+                return self._path, True
             stem, suffix = self._path.stem, self._path.suffix
-            return _unused(self._path.with_name(f"{stem}-{len(self.paths) + 1}{suffix}"))
-        return session_path(self.sessions_dir, label, spec, datetime.now())
+            return self._path.with_name(f"{stem}-{len(self.paths) + 1}{suffix}"), False
+        return session_path(self.sessions_dir, label, spec, datetime.now()), False
 
     # -- the Engine protocol -------------------------------------------------------------------
 
@@ -184,15 +180,18 @@ class RecordingEngine:
         if not self._recording:
             return events
         header = header_for(self.inner.info, request, flags=self._flags)
-        path = self._next_path(header.label, header.server.spec)
-        self.paths.append(path)
+        path, replace = self._next_path(header.label, header.server.spec)
         self.problem = None
         try:
-            self._writer = SessionWriter.open(path, header, secrets=self._secrets)
+            self._writer = SessionWriter.open(
+                path, header, secrets=self._secrets, unique=not replace, replace=replace
+            )
         except Exception as error:  # a recording problem must never stop the run itself
+            self.paths.append(path)
             self.problem = str(error)
             self._writer = None
             return events
+        self.paths.append(self._writer.path)
         return self._recorded(events, self._writer)
 
     async def _recorded(self, events: EventStream, writer: SessionWriter) -> EventStream:

@@ -2,14 +2,20 @@
 plays, and every generation request appended to ``DIR/workload.jsonl``, a prompt file that
 `compare --prompts` / `tune --prompts` read.
 
-Off by default: prompts and answers can be private. Files are the owner's only (0600), and no
-header reaches them (keys travel in headers); any secret the proxy knows is masked anyway.
+Off by default: prompts and answers can be private. The folder is created owner-only (0700; an
+existing wider one gets a warning), files are 0600 and opened so that a planted symlink is refused,
+never written through (`spectui.core.files`). No header reaches them (keys travel in headers); any
+secret the proxy knows is masked anyway.
+
+Every line of ``workload.jsonl`` is one JSON object on one ``\n``-ended line: any character a
+reader might take for a line break (U+2028, U+2029, U+0085, ...) is written as a JSON escape.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +25,7 @@ from pydantic import ValidationError
 from spectui.core.engine.base import ServerInfo
 from spectui.core.errors import SpectuiError
 from spectui.core.events import SummaryEvent
+from spectui.core.files import ensure_private_dir, open_append
 from spectui.core.request import GenerationRequest
 from spectui.core.sessions.file import SessionError, SessionWriter
 from spectui.core.sessions.recording import header_for, session_path
@@ -36,16 +43,37 @@ class RecordError(SpectuiError):
     exit_code = 2
 
 
-def prepare_folder(folder: Path) -> Path:
-    """Create ``folder`` (owner-only) and check it takes files; one clear line if not."""
+def prepare_folder(folder: Path) -> str | None:
+    """Create ``folder`` (owner-only) and check it takes files; one clear line if not.
+
+    Returns a one-line warning when an existing folder is open to other users, else None; the
+    caller shows it (``spectui: warning: ...``).
+    """
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        probe = folder / ".spectui-write-test"
-        probe.touch()
+        warning = ensure_private_dir(folder)
+        probe = folder / f".spectui-write-test-{os.getpid()}"
+        os.close(open_append(probe))
         probe.unlink()
+        workload = folder / WORKLOAD
+        if os.path.lexists(workload):  # refuse a planted link now, not at the first request
+            os.close(open_append(workload))
     except OSError as error:
         raise RecordError(f"cannot record to {folder}: {error.strerror}") from None
-    return folder
+    return warning
+
+
+def jsonl_line(entry: object) -> str:
+    """``entry`` as one JSON line that every line-splitting reader keeps whole: non-ASCII text
+    stays readable, but each character some reader takes for a line break is escaped."""
+    return json.dumps(entry, ensure_ascii=False).translate(_LINE_BREAK_ESCAPES)
+
+
+# json.dumps escapes U+0000-U+001F already; these are the other characters str.splitlines()
+# (and JavaScript, and some editors) treat as line ends. A lone surrogate (a client's "\ud800")
+# cannot be written as UTF-8 at all: escaped, it reads back as the same string.
+_LINE_BREAK_ESCAPES = {
+    code: f"\\u{code:04x}" for code in (0x85, 0x2028, 0x2029, *range(0xD800, 0xE000))
+}
 
 
 _CHAT_KINDS = (EndpointKind.OAI_CHAT, EndpointKind.ANTHROPIC)
@@ -68,11 +96,21 @@ def prompt_text(record: TrafficRecord) -> str | None:
     return None
 
 
+def well_formed(text: str) -> str:
+    """``text`` with each lone surrogate (a client's ``"\\ud800"``, which no UTF-8 file or
+    llama-server can hold) replaced by U+FFFD."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def generation_request(record: TrafficRecord) -> GenerationRequest | None:
     """The request as spectui's own model states it (None when it has no text prompt)."""
     text = prompt_text(record)
     if not text:
         return None
+    text = well_formed(text)
     info = record.info
     fields: dict[str, object] = {
         key: info.sampling[key]
@@ -103,7 +141,8 @@ class WorkloadRecorder:
         """Session files written, oldest first."""
         self.problem: str | None = None
         """The last thing that could not be written."""
-        prepare_folder(folder)
+        self.warning = prepare_folder(folder)
+        """Why the folder is not private (it existed with a wider mode), or None."""
         self.workload = folder / WORKLOAD
 
     def request_started(self, live: LiveRequest) -> None:
@@ -129,12 +168,11 @@ class WorkloadRecorder:
         }
         if info.messages is not None:
             entry["messages"] = info.messages
-        line = json.dumps(entry, ensure_ascii=False)
+        line = jsonl_line(entry)
         for secret in self._secrets:
             line = line.replace(secret, "[redacted]")
         try:
-            fd = os.open(self.workload, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            with os.fdopen(fd, "a", encoding="utf-8") as file:
+            with os.fdopen(open_append(self.workload), "a", encoding="utf-8") as file:
                 file.write(line + "\n")
         except OSError as error:
             self.problem = f"cannot append to {self.workload}: {error.strerror}"
@@ -145,7 +183,7 @@ class WorkloadRecorder:
         header = header_for(self.server, request, flags=self._flags, label=f"r{record.info.id}")
         path = session_path(self.folder, header.label, header.server.spec, datetime.now(UTC))
         try:
-            writer = SessionWriter.open(path, header, secrets=self._secrets)
+            writer = SessionWriter.open(path, header, secrets=self._secrets, unique=True)
         except SessionError as error:
             self.problem = str(error)
             return
@@ -166,4 +204,4 @@ class WorkloadRecorder:
             writer.close()
         if writer.problem:
             self.problem = writer.problem
-        self.paths.append(path)
+        self.paths.append(writer.path)
