@@ -70,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--record", type=Path, metavar="FILE", help="record runs to session files (FILE, FILE-2…)"
     )
+    parser.add_argument(
+        "--broadcast",
+        action="store_true",
+        default=None,
+        help="record every run into the live folder for `spectui follow --live` / `share`",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     # SUPPRESS: options given before the command (`spectui --model X stream`) must survive the
@@ -117,6 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_tune_parser(commands, _launch_options)
     add_watch_parser(commands)
+    from spectui.commands.follow import add_follow_parser
+    from spectui.commands.share import add_share_parser
+
+    add_follow_parser(commands)
+    add_share_parser(commands)
     from spectui.commands.whatif import add_whatif_parser
 
     add_whatif_parser(commands)
@@ -144,6 +155,7 @@ _SETTING_FLAGS = {
     "host": "host",
     "port": "port",
     "theme": "theme",
+    "broadcast": "broadcast",
     **{field: field for field in SAMPLING_FLAGS},
 }
 
@@ -237,6 +249,14 @@ def _dispatch(args: argparse.Namespace, extra: list[str]) -> int:
         from spectui.commands.compare import run_compare
 
         return run_compare(settings, args)
+    if args.command == "follow":
+        from spectui.commands.follow import run_follow
+
+        return run_follow(settings, args)
+    if args.command == "share":
+        from spectui.commands.share import run_share
+
+        return run_share(settings, args)
     if args.command == "replay":
         from spectui.commands.replay import run_replay
 

@@ -42,6 +42,14 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir(APP_NAME))
 
 
+def live_dir() -> Path:
+    """Where `--broadcast` records every run for followers: ``$XDG_RUNTIME_DIR/spectui/live``
+    (a per-login tmpfs), else under the state dir."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    base = Path(runtime) / APP_NAME if runtime else state_dir()
+    return base / "live"
+
+
 def config_file() -> Path:
     """The TOML settings file in use."""
     override = os.environ.get("SPECTUI_CONFIG")
@@ -86,6 +94,8 @@ class Settings(BaseSettings, Sampling):
     """TUI theme: a shipped one or a file in the config dir's themes/ folder."""
     record: bool = False
     """Record every run to a session file in the sessions dir."""
+    broadcast: bool = False
+    """Record every run into the live dir (`live_dir`), for `spectui follow --live` / `share`."""
     sessions_dir: Path = Field(default_factory=lambda: state_dir() / "sessions")
     """Where recorded sessions are written."""
 

@@ -1,0 +1,230 @@
+"""Pilot tests of `spectui follow`: the live TUI drawn from session files while they are written.
+
+Session files are recorded from real captures through the real client code (`unit.sessions`),
+then copied line by line into the followed folder as a presenter would write them, so every
+state is reached by writing, and every check waits for the state it names (never a duration).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.pilot import Pilot
+
+from spectui.config import Settings
+from spectui.core.events import TokenEvent, TokenOrigin
+from spectui.core.sessions.file import read_session
+from spectui.core.sessions.tail import FollowEngine, FollowOptions, FollowState
+from spectui.ui.follow_app import FollowApp, follow_engine
+from spectui.ui.screens.follow import FollowScreen
+from spectui.ui.widgets.metrics import MetricsPane
+from spectui.ui.widgets.tokens import TokenView
+from unit.sessions import record_capture
+
+SIZE = (120, 36)
+GIVE_UP_S = 60.0
+"""A hang guard only: every wait ends as soon as its state is reached."""
+
+
+async def until(pilot: Pilot[None], check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + GIVE_UP_S
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the follower never got there: {what}")
+        await pilot.pause(0.01)
+    await pilot.pause()
+
+
+class Presenter:
+    """Writes a recorded session into the followed folder, byte by byte as spectui would."""
+
+    def __init__(self, source: Path, target: Path) -> None:
+        self.data = source.read_bytes()
+        self.lines = self.data.splitlines(keepends=True)
+        self.target = target
+        self.written = 0
+        """Bytes of ``data`` written so far."""
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.touch()
+
+    def write(self, upto: int | None = None, extra: int = 0) -> None:
+        """Write on up to the start of line ``upto`` (the end when None), plus ``extra`` bytes
+        of the line after it."""
+        end = len(self.data) if upto is None else sum(map(len, self.lines[:upto])) + extra
+        with self.target.open("ab") as file:
+            file.write(self.data[self.written : end])
+        self.written = max(self.written, end)
+
+    def line_of_token(self, index: int) -> int:
+        """The index of the line just after the ``index``-th token line (0-based)."""
+        seen = 0
+        for number, line in enumerate(self.lines):
+            if b'"type":"token"' in line:
+                if seen == index:
+                    return number + 1
+                seen += 1
+        raise ValueError(index)
+
+
+def tokens_of(path: Path) -> list[tuple[str, TokenOrigin]]:
+    return [(e.text, e.origin) for e in read_session(path).events if isinstance(e, TokenEvent)]
+
+
+def shown(view: TokenView) -> list[tuple[str, TokenOrigin]]:
+    return [(t.text, t.origin) for t in view.model.tokens]
+
+
+def screen_of(app: FollowApp) -> FollowScreen:
+    screen = app.main_screen
+    assert isinstance(screen, FollowScreen)
+    return screen
+
+
+def app_for(target: Path, **options: float) -> FollowApp:
+    engine = follow_engine(FollowOptions(target=target, poll_s=0.01, **options))
+    return FollowApp(engine, Settings())
+
+
+async def test_follower_draws_a_run_while_it_is_written_then_moves_to_the_next(
+    tmp_path: Path,
+) -> None:
+    first, second = tmp_path / "src-1.jsonl", tmp_path / "src-2.jsonl"
+    await record_capture(first)
+    await record_capture(second, capture="completion-ngram-simple-2.sse")
+    live = tmp_path / "live"  # not there yet: the follower starts before the presenter
+    app = app_for(live)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = screen_of(app)
+        await until(pilot, lambda: "waiting for the first run" in screen.banner.text, "idle")
+
+        presenter = Presenter(first, live / "20260101-100000-custom-ngram-simple.jsonl")
+        cut = presenter.line_of_token(9)
+        # Ten tokens, then half of the next line: it must wait for its newline.
+        presenter.write(cut, extra=15)
+        expected = tokens_of(first)
+        view = screen.query_one(TokenView)
+        await until(pilot, lambda: len(view.model.tokens) >= 10, "the first ten tokens")
+        assert shown(view) == expected[:10]
+        assert screen.running, "the run is still being written"
+        assert "run 1 · ngram-simple · ● live" in screen.banner.text
+        # Coloured by origin: accepted drafts in the theme's accepted colour, as live.
+        assert {origin for _, origin in expected[:10]} == {TokenOrigin.DRAFT, TokenOrigin.TARGET}
+        accepted = app.theme_variables["spec-accepted"].lower()
+        colours = {
+            segment.style.color.get_truecolor().hex.lower()
+            for segment in view.render_line(0)
+            if segment.style is not None and segment.style.color is not None
+        }
+        assert accepted in colours
+
+        presenter.write()
+        await until(pilot, lambda: not screen.running, "the first run's end")
+        assert shown(view) == expected
+        assert screen.follower.state is FollowState.FINISHED
+        metrics = screen.query_one(MetricsPane)
+        assert metrics.current is not None
+        assert metrics.current.metrics.tokens == len(expected)
+
+        # The presenter runs again: the follower moves to the new file, previous numbers kept.
+        Presenter(second, live / "20260101-100100-custom-ngram-simple.jsonl").write()
+        await until(pilot, lambda: "run 2" in screen.banner.text, "the second run")
+        await until(pilot, lambda: not screen.running, "the second run's end")
+        assert shown(view) == tokens_of(second)
+        assert metrics.previous is not None
+        assert metrics.previous.metrics.tokens == len(expected)
+
+
+async def test_follower_keys_cannot_start_anything(tmp_path: Path) -> None:
+    source = tmp_path / "src.jsonl"
+    await record_capture(source)
+    folder = tmp_path / "sessions"
+    Presenter(source, folder / "a.jsonl").write()
+    before = {p.name: p.stat().st_size for p in folder.iterdir()}
+    calls: list[str] = []
+    app = app_for(folder)
+    engine = app.follow
+    assert isinstance(engine, FollowEngine)
+    for name in ("run", "switch_spec"):
+        original = getattr(engine, name)
+
+        def spy(*args: object, _name: str = name, _original: object = original) -> object:
+            calls.append(_name)
+            return _original(*args)  # type: ignore[operator]
+
+        setattr(engine, name, spy)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = screen_of(app)
+        await until(pilot, lambda: screen.follower.state is FollowState.FINISHED, "run shown")
+        await until(pilot, lambda: not screen.running, "idle")
+        for key in ("r", "x", "t", "R", "p", "ctrl+r", "enter", "space"):
+            await pilot.press(key)
+        await pilot.pause()
+        assert calls == []
+        assert screen.operation is None
+        assert not screen.running
+        groups = {worker.group for worker in app.workers}
+        assert groups <= {"follow", "server"}, groups
+        notes = [n.message for n in app._notifications]
+        assert sum("a follower only watches" in n for n in notes) == 5
+        assert len(app.screen_stack) == 2, "no picker opened"
+    assert {p.name: p.stat().st_size for p in folder.iterdir()} == before
+
+
+async def test_a_damaged_line_is_skipped_with_a_note(tmp_path: Path) -> None:
+    source = tmp_path / "src.jsonl"
+    await record_capture(source)
+    presenter = Presenter(source, tmp_path / "live" / "run.jsonl")
+    cut = presenter.line_of_token(4)
+    presenter.write(cut)
+    with presenter.target.open("ab") as file:
+        file.write(b'{"type":"token","t":0.5,"text":"\n')  # a line cut mid-object
+    presenter.write()
+    app = app_for(tmp_path / "live")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = screen_of(app)
+        await until(pilot, lambda: screen.notes and not screen.running, "the note and the end")
+        assert screen.notes == [f"run.jsonl: skipped damaged line {cut + 1} (not valid JSON)"]
+        assert shown(screen.query_one(TokenView)) == tokens_of(source)
+
+
+async def test_a_file_that_stops_growing_shows_waiting_then_presenter_stopped(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "src.jsonl"
+    await record_capture(source)
+    presenter = Presenter(source, tmp_path / "live" / "run.jsonl")
+    presenter.write(presenter.line_of_token(5))
+    app = app_for(tmp_path / "live", waiting_after_s=0.05, stopped_after_s=0.1)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = screen_of(app)
+        banner = screen.banner
+        await until(pilot, lambda: banner.state is FollowState.STOPPED, "presenter stopped")
+        assert banner.text.endswith("presenter stopped")
+        assert FollowState.WAITING in screen.states, "waiting… comes first"
+        assert screen.answer.border_subtitle == "presenter stopped"
+        # It comes back: the run goes on where it stood.
+        presenter.write()
+        await until(pilot, lambda: not screen.running, "the end")
+        assert banner.state is FollowState.FINISHED
+        assert shown(screen.query_one(TokenView)) == tokens_of(source)
+
+
+async def test_a_proxy_record_folder_is_followed_past_its_workload_file(tmp_path: Path) -> None:
+    # `proxy --record DIR` writes session files (SessionWriter) beside workload.jsonl, a prompt
+    # file with no header: the follower takes the session and says nothing of the other.
+    source = tmp_path / "src.jsonl"
+    await record_capture(source)
+    folder = tmp_path / "record"
+    Presenter(source, folder / "20260101-100000-r1-ngram-simple.jsonl").write()
+    await asyncio.sleep(0.01)
+    (folder / "workload.jsonl").write_text('{"key": "r1", "text": "def add(a, b):"}\n')
+    app = app_for(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = screen_of(app)
+        await until(pilot, lambda: screen.follower.state is FollowState.FINISHED, "the run")
+        await until(pilot, lambda: not screen.running, "its end")
+        assert shown(screen.query_one(TokenView)) == tokens_of(source)
+        assert screen.notes == []
