@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import trustme
 
-from spectui.core.llama.transport import HIGH_WATER
+from spectui.core.net.buffered import HIGH_WATER
 from spectui.core.traffic.exchange import ExchangeError, open_exchange
 
 from .socket_server import CHUNKED_HEAD, chunk, request_head, serve
@@ -126,7 +126,7 @@ async def test_a_slow_reader_pauses_the_socket_and_loses_nothing() -> None:
     async for url in serve(handler):
         response = await exchange(url)
         await asyncio.sleep(0.3)  # (the server writes until the proxy's buffer is full)
-        assert response._paused  # (reading stopped at HIGH_WATER)
+        assert response.paused_reading  # (reading stopped at HIGH_WATER)
         assert await response.read_all() == piece * count
 
 

@@ -17,11 +17,11 @@ from pydantic import SecretStr
 
 from spectui.core.events import TokenEvent
 from spectui.core.llama.protocol import ServerMetrics
+from spectui.core.stream.dialects import response_totals
 from spectui.core.traffic.chunks import (
     SETTLE_LINES,
     StreamAttribution,
     prepare_body,
-    response_totals,
     strip_timings,
 )
 from spectui.core.traffic.hub import TrafficHub
@@ -441,6 +441,21 @@ _SCOPE = {
 """A streamed /completion as uvicorn hands it to the app."""
 
 
+def _body_then_wait() -> Callable[[], Awaitable[dict[str, object]]]:
+    """A client still connected after its body (a later receive waits, as uvicorn's does)."""
+    incoming = [
+        {"type": "http.request", "body": b'{"prompt":"x","stream":true}', "more_body": False}
+    ]
+
+    async def receive() -> dict[str, object]:
+        if incoming:
+            return incoming.pop(0)
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    return receive
+
+
 def _body_then_disconnect() -> Callable[[], Awaitable[dict[str, object]]]:
     incoming = [
         {"type": "http.request", "body": b'{"prompt":"x","stream":true}', "more_body": False}
@@ -456,11 +471,15 @@ async def test_client_gone_before_the_first_byte_closes_upstream_and_is_recorded
     upstream_closed = asyncio.Event()
 
     async def stalling(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await request_head(reader)
-        writer.write(CHUNKED_HEAD + chunk(b'data: {"content":"a"}\n\n'))
-        await writer.drain()
-        await reader.read()  # (until the proxy closes its side)
-        upstream_closed.set()
+        try:  # (the proxy may see the client gone before its request is even sent)
+            await request_head(reader)
+            writer.write(CHUNKED_HEAD + chunk(b'data: {"content":"a"}\n\n'))
+            await writer.drain()
+            await reader.read()  # (until the proxy closes its side)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            upstream_closed.set()
 
     hub, records = TrafficHub(), Records()
     hub.listeners.append(records)
@@ -491,7 +510,7 @@ async def test_a_request_still_waiting_for_upstream_when_the_proxy_stops_is_reco
 
     async for url in serve(silent):
         proxy = TrafficProxy(url, hub=hub)
-        waiting = asyncio.create_task(proxy.app(_SCOPE, _body_then_disconnect(), send))
+        waiting = asyncio.create_task(proxy.app(_SCOPE, _body_then_wait(), send))
         await asyncio.sleep(0.2)
         waiting.cancel()
         with pytest.raises(asyncio.CancelledError):

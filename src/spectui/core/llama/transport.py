@@ -18,96 +18,32 @@ read with no timeout (an open stream) costs no timer at all.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import math
 import os
 import select
 import socket
 import ssl
+from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from typing import Any
 
 import httpcore
 import httpx
 
+from spectui.core.net.buffered import BufferedProtocol
+from spectui.core.overrides import Override, enabled
+
 BUSY_READ_BYTES = 16 * 1024
 """A read this large (~40 chunks of a stream with per-token timings) means the stream is busy:
 the next read is not held back (see `AsyncioStream.read_gap`)."""
-
-HIGH_WATER = 256 * 1024
-"""Unread bytes at which a socket stops being read: a consumer that stops pulling cannot make
-a stream fill memory (the proxy's `exchange` keeps to it too)."""
-
-
-class _Buffered(asyncio.Protocol):
-    """Collects what arrives and wakes the one read waiting for it."""
-
-    def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
-        self.chunks: list[bytes] = []
-        self.size = 0
-        self.eof = False
-        self.error: BaseException | None = None
-        self.waiter: asyncio.Future[None] | None = None
-        self.drained: asyncio.Future[None] | None = None
-        self.paused_reading = False
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        self.chunks.append(data)
-        self.size += len(data)
-        if self.size >= HIGH_WATER and self.transport is not None:
-            self.transport.pause_reading()
-            self.paused_reading = True
-        self._wake()
-
-    def eof_received(self) -> bool:
-        self.eof = True
-        self._wake()
-        return False  # (close the transport: HTTP/1.1 has nothing to send after the peer's EOF)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.eof = True
-        self.error = exc
-        self._wake()
-        if self.drained is not None and not self.drained.done():
-            self.drained.set_result(None)
-
-    def pause_writing(self) -> None:
-        self.drained = asyncio.get_running_loop().create_future()
-
-    def resume_writing(self) -> None:
-        if self.drained is not None and not self.drained.done():
-            self.drained.set_result(None)
-        self.drained = None
-
-    def _wake(self) -> None:
-        waiter = self.waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def take(self, max_bytes: int) -> bytes:
-        """Up to ``max_bytes`` of what has arrived (all of it, uncopied, in the common case)."""
-        data = self.chunks[0] if len(self.chunks) == 1 else b"".join(self.chunks)
-        if len(data) > max_bytes:
-            data, rest = data[:max_bytes], data[max_bytes:]
-            self.chunks = [rest]
-            self.size = len(rest)
-        else:
-            self.chunks = []
-            self.size = 0
-        if self.paused_reading and self.size < HIGH_WATER // 2 and self.transport is not None:
-            self.transport.resume_reading()
-            self.paused_reading = False
-        return data
 
 
 class AsyncioStream(httpcore.AsyncNetworkStream):
     """One connection, as httpcore reads and writes it; a response's reader finds it in
     ``response.extensions["network_stream"]`` to pace its reads (`read_gap`)."""
 
-    def __init__(self, transport: asyncio.Transport, protocol: _Buffered) -> None:
+    def __init__(self, transport: asyncio.Transport, protocol: BufferedProtocol) -> None:
         self._transport = transport
         self._protocol = protocol
         self.read_gap = 0.0
@@ -128,17 +64,15 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         loop = asyncio.get_running_loop()
         if not protocol.chunks and not protocol.eof:
             held = self._hold(loop) if self.read_gap > 0 else None
-            protocol.waiter = loop.create_future()
             try:
                 if timeout is None:
-                    await protocol.waiter
+                    await protocol.wait()
                 else:
                     async with asyncio.timeout(timeout):
-                        await protocol.waiter
+                        await protocol.wait()
             except TimeoutError as error:
                 raise httpcore.ReadTimeout("timed out reading from the server") from error
             finally:
-                protocol.waiter = None
                 if held is not None:  # (cancelled, or it ended early: never leave it paused)
                     held.cancel()
                     self._release()
@@ -248,7 +182,7 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
     ) -> httpcore.AsyncNetworkStream:
         loop = asyncio.get_running_loop()
         local = (local_address, 0) if local_address else None
-        connection = loop.create_connection(_Buffered, host, port, local_addr=local)
+        connection = loop.create_connection(BufferedProtocol, host, port, local_addr=local)
         transport, protocol = await _connected(connection, timeout)
         sock: socket.socket | None = transport.get_extra_info("socket")
         for option in socket_options or ():
@@ -261,7 +195,7 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
     ) -> httpcore.AsyncNetworkStream:
         loop = asyncio.get_running_loop()
         transport, protocol = await _connected(
-            loop.create_unix_connection(_Buffered, path), timeout
+            loop.create_unix_connection(BufferedProtocol, path), timeout
         )
         return AsyncioStream(transport, protocol)
 
@@ -269,7 +203,9 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
         await asyncio.sleep(seconds)
 
 
-async def _connected(connection: Any, timeout: float | None) -> tuple[asyncio.Transport, _Buffered]:
+async def _connected(
+    connection: Any, timeout: float | None
+) -> tuple[asyncio.Transport, BufferedProtocol]:
     try:
         async with asyncio.timeout(timeout):
             transport, protocol = await connection
@@ -290,32 +226,125 @@ _DEFAULT_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 
 
-class AsyncioTransport(httpx.AsyncHTTPTransport):
-    """`httpx.AsyncHTTPTransport` with the same settings, on `AsyncioBackend`."""
+class AsyncioTransport(httpx.AsyncBaseTransport):
+    """An httpx transport on httpcore's connection pool over `AsyncioBackend`, through public
+    APIs only: httpx takes any `AsyncBaseTransport`, httpcore takes a `network_backend`. Requests
+    and responses are mapped as httpx's own transport maps them, errors to httpx's types."""
 
     def __init__(
         self, *, verify: ssl.SSLContext | str | bool = True, limits: httpx.Limits = _DEFAULT_LIMITS
     ) -> None:
-        super().__init__(verify=verify, limits=limits)
-        ssl_context = httpx.create_ssl_context(verify=verify)
-        # The one private name used: httpx builds its pool in __init__ with no way to pass a
-        # network backend; the pool is replaced with the same settings and this backend.
-        # tests/unit/test_transport.py checks that requests really take this path.
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context,
+        self.pool = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context(verify=verify),
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
             network_backend=AsyncioBackend(),
         )
 
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        outgoing = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        with _mapped(request):
+            response = await self.pool.handle_async_request(outgoing)
+        assert isinstance(response.stream, AsyncIterable)
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_ResponseStream(response.stream, request),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()
+
+
+class _ResponseStream(httpx.AsyncByteStream):
+    def __init__(self, stream: AsyncIterable[bytes], request: httpx.Request) -> None:
+        self._stream = stream
+        self._request = request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        with _mapped(self._request):
+            async for part in self._stream:
+                yield part
+
+    async def aclose(self) -> None:
+        close = getattr(self._stream, "aclose", None)
+        if close is not None:
+            with _mapped(self._request):
+                await close()
+
+
+_ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
+    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+    (httpcore.ReadTimeout, httpx.ReadTimeout),
+    (httpcore.WriteTimeout, httpx.WriteTimeout),
+    (httpcore.PoolTimeout, httpx.PoolTimeout),
+    (httpcore.TimeoutException, httpx.TimeoutException),
+    (httpcore.ConnectError, httpx.ConnectError),
+    (httpcore.ReadError, httpx.ReadError),
+    (httpcore.WriteError, httpx.WriteError),
+    (httpcore.NetworkError, httpx.NetworkError),
+    (httpcore.ProxyError, httpx.ProxyError),
+    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+    (httpcore.ProtocolError, httpx.ProtocolError),
+)
+"""httpcore's errors and httpx's, most specific first (httpx's own transport maps them so)."""
+
+
+@contextlib.contextmanager
+def _mapped(request: httpx.Request) -> Iterator[None]:
+    try:
+        yield
+    except Exception as error:
+        for theirs, ours in _ERRORS:
+            if isinstance(error, theirs):
+                raise ours(str(error), request=request) from error
+        raise
+
+
+LEAN_TRANSPORT = Override(name="asyncio-transport", library="httpcore", tested_version="1.0.9")
+"""`AsyncioTransport`: httpcore's network-backend interface, implemented here. Public, but an
+interface spectui implements rather than calls, so it is held to the tested version too."""
+
+
+def _backend_interface_present() -> bool:
+    pool = inspect.signature(httpcore.AsyncConnectionPool).parameters
+    names = ("read", "write", "aclose", "start_tls", "get_extra_info")
+    backend = ("connect_tcp", "connect_unix_socket", "sleep")
+    return (
+        "network_backend" in pool
+        and all(hasattr(httpcore.AsyncNetworkStream, name) for name in names)
+        and all(hasattr(httpcore.AsyncNetworkBackend, name) for name in backend)
+    )
+
 
 def lean_transport(limits: httpx.Limits = _DEFAULT_LIMITS) -> AsyncioTransport | None:
-    """The transport for a client of llama-server: `AsyncioTransport`, or None (httpx's own)
-    when the environment names an HTTP proxy, which httpx honours only with its own transport."""
+    """The transport for a client of llama-server: `AsyncioTransport`, or None (httpx's own) when
+    the environment names an HTTP proxy (httpx honours it only with its own transport), or when
+    the gate says the stock path (`SPECTUI_STOCK=1`, another httpcore than the tested one)."""
     if any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES):
+        return None
+    if not enabled(LEAN_TRANSPORT, _backend_interface_present):
         return None
     return AsyncioTransport(limits=limits)
 
 
-__all__ = ["HIGH_WATER", "AsyncioBackend", "AsyncioStream", "AsyncioTransport", "lean_transport"]
+__all__ = [
+    "LEAN_TRANSPORT",
+    "AsyncioBackend",
+    "AsyncioStream",
+    "AsyncioTransport",
+    "lean_transport",
+]

@@ -34,27 +34,17 @@ from spectui.core.events import (
 )
 from spectui.core.llama.client import safe_url
 from spectui.core.llama.memory import MemorySampler
-from spectui.core.llama.protocol import (
-    ChatChunk,
-    CompletionChunk,
-    ErrorBody,
-    PromptProgress,
-    Timings,
-)
+from spectui.core.llama.protocol import PromptProgress, Timings
 from spectui.core.llama.transport import AsyncioStream
 from spectui.core.request import GenerationRequest
 from spectui.core.stream.attribution import Attributor, ChunkCounters
+from spectui.core.stream.dialects import EndpointKind, read_chunk, reported_error
 from spectui.core.stream.metrics import MetricsTracker
 
-_FINISH_REASONS = {"length": "limit", "stop": "eos"}
-
-# The models' validators, called directly: `model_validate_json` wraps them in a Python call
-# that cost a tenth of the per-token pipeline.
-_validate_completion = CompletionChunk.__pydantic_validator__.validate_json
-_validate_chat = ChatChunk.__pydantic_validator__.validate_json
-
-_Fields = tuple[str, int | None, Timings | None, PromptProgress | None]
-"""What a chunk says, whatever the endpoint: text, tokens so far, timings, prompt progress."""
+# The models' validators, called directly: `model_validate` wraps them in a Python call that
+# costs a tenth of the per-token pipeline.
+_validate_timings = Timings.__pydantic_validator__.validate_python
+_validate_progress = PromptProgress.__pydantic_validator__.validate_python
 
 
 class ChunkProcessor:
@@ -62,6 +52,7 @@ class ChunkProcessor:
 
     def __init__(self, *, chat: bool) -> None:
         self.chat = chat
+        self.kind = EndpointKind.OAI_CHAT if chat else EndpointKind.NATIVE
         self.attributor = Attributor()
         self.tracker = MetricsTracker()
         self.text_parts: list[str] = []
@@ -73,29 +64,23 @@ class ChunkProcessor:
         """Process one payload read at ``t``; raises StreamError for an error payload or
         unparsable data. ``earliest``: the payload is known to have arrived after it (the
         previous read), and its tokens are stamped with their estimated arrival (`_arrival`)."""
-        # Cheap pre-check: a real error object has an unescaped "error" key; token text that
-        # mentions "error" is escaped inside a JSON string and cannot match.
-        if '"error"' in data:
-            try:
-                raw = json.loads(data)
-            except json.JSONDecodeError:
-                raw = None
-            if isinstance(raw, dict) and "error" in raw:
-                raise StreamError(_error_message(raw))
         try:
-            if self.chat:
-                text, predicted, timings, progress = self._chat_fields(data)
-            else:  # (inline: this runs once per token)
-                chunk: CompletionChunk = _validate_completion(data)
-                text, timings, progress = chunk.content, chunk.timings, chunk.prompt_progress
-                predicted = chunk.tokens_predicted
-                if predicted is None and timings is not None:
-                    predicted = timings.predicted_n
-                if chunk.stop and chunk.stop_type:
-                    self.stop_reason = chunk.stop_type
-        except ValidationError as error:
-            kind = "is not JSON" if error.errors()[0]["type"] == "json_invalid" else "is unexpected"
-            raise StreamError(f"data from the server {kind}: {data[:80]!r}") from error
+            obj = json.loads(data)
+        except json.JSONDecodeError:
+            raise StreamError(f"data from the server is not JSON: {data[:80]!r}") from None
+        if not isinstance(obj, dict):
+            raise StreamError(f"data from the server is unexpected: {data[:80]!r}")
+        if "error" in obj:
+            raise StreamError(reported_error(obj))
+        fields = read_chunk(self.kind, obj)
+        try:
+            timings = None if fields.timings is None else _validate_timings(fields.timings)
+            progress = None if fields.progress is None else _validate_progress(fields.progress)
+        except ValidationError:
+            raise StreamError(f"data from the server is unexpected: {data[:80]!r}") from None
+        if fields.stop_reason:
+            self.stop_reason = fields.stop_reason
+        text, predicted = fields.text, fields.predicted
         events: list[EngineEvent] = []
         if progress is not None:
             events.append(
@@ -135,16 +120,6 @@ class ChunkProcessor:
             low = last
         return min(read_t, max(low, server_t + self._server_offset))
 
-    def _chat_fields(self, data: str) -> _Fields:
-        chat: ChatChunk = _validate_chat(data)
-        text = "".join(choice.delta.content or "" for choice in chat.choices[:1])
-        finish = chat.choices[0].finish_reason if chat.choices else None
-        if finish:
-            self.stop_reason = _FINISH_REASONS.get(finish, finish)
-        timings = chat.timings
-        predicted = timings.predicted_n if timings else None
-        return text, predicted, timings, chat.prompt_progress
-
     def snapshot(self, now: float | None = None) -> RunMetrics:
         """The run's numbers so far (see `MetricsTracker.snapshot`), with the attribution's
         anomaly count: read here, at snapshot rate, rather than copied on every token."""
@@ -161,14 +136,6 @@ class ChunkProcessor:
             server_timings=self.last_timings.as_floats() if self.last_timings else {},
             text="".join(self.text_parts),
         )
-
-
-def _error_message(raw: dict[str, object]) -> str:
-    try:
-        detail = ErrorBody.model_validate(raw).error
-    except ValidationError:
-        return f"the server reported an error: {str(raw)[:120]}"
-    return f"the server reported an error ({detail.code or detail.type}): {detail.message}"
 
 
 _DONE = object()
@@ -304,7 +271,7 @@ class StreamRun:
                         if sse.data == "[DONE]":
                             break
                         if sse.event == "error":
-                            raise StreamError(_error_message(_json_or_text(sse.data)))
+                            raise StreamError(reported_error(_json_or_text(sse.data)))
                         now = self._now()
                         if paced is None:
                             events = self.processor.feed(sse.data, now)
@@ -373,7 +340,7 @@ def _http_error(status: int, body: str) -> StreamError | AuthError:
             "the server rejected the request (401): give its API key with --api-key or "
             "SPECTUI_API_KEY"
         )
-    message = _error_message(_json_or_text(body)) if body else f"HTTP {status}"
+    message = reported_error(_json_or_text(body)) if body else f"HTTP {status}"
     return StreamError(f"{message} (HTTP {status})")
 
 

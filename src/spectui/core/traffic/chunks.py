@@ -24,13 +24,21 @@ much as the rest of the relay; in batches it is a tenth of that.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from spectui.core.events import StepEvent, TokenEvent
 from spectui.core.stream.attribution import Attributor, ChunkCounters
+from spectui.core.stream.dialects import (
+    EndpointKind,
+    error_line,
+    is_final,
+    payload_object,
+    read_anthropic,
+    read_chunk,
+)
 from spectui.core.stream.metrics import MetricsTracker
-from spectui.core.traffic.models import EndpointKind
 
 GENERATION_PATHS: dict[str, EndpointKind] = {
     "/completion": EndpointKind.NATIVE,
@@ -56,8 +64,8 @@ SAMPLING_KEYS = (
 )
 """Body fields a recorded workload keeps besides the prompt and its length."""
 
-_FINISH_REASONS = {"length": "limit", "stop": "eos"}
 _KEY = b'"timings":{'
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 SETTLE_LINES = 32
 """``data:`` lines a stream's attribution queues before counting them (readers settle first)."""
@@ -96,9 +104,15 @@ def prepare_body(kind: EndpointKind, raw: bytes) -> PreparedBody:
         return PreparedBody(upstream=raw, streamed=False, strip=False)
     streamed = body.get("stream") is True
     strip = streamed and kind is not EndpointKind.ANTHROPIC and not body.get("timings_per_token")
+    odd = _ESCAPED_SURROGATE.search(raw) is not None and not _encodable(body)
     upstream = raw
     if strip:
-        upstream = json.dumps({**body, "timings_per_token": True}, ensure_ascii=False).encode()
+        # A lone surrogate ("\ud800") cannot be UTF-8: it goes up escaped, as the client sent
+        # it, and llama-server answers it as it would directly.
+        flagged = {**body, "timings_per_token": True}
+        upstream = json.dumps(flagged, ensure_ascii=odd).encode()
+    if odd:  # (the records keep text that can be written anywhere)
+        body = _scrubbed(body)
     prompt = body.get("prompt")
     messages = body.get("messages")
     n_predict = body.get("n_predict", body.get("max_tokens", body.get("max_completion_tokens")))
@@ -112,6 +126,25 @@ def prepare_body(kind: EndpointKind, raw: bytes) -> PreparedBody:
         sampling={k: body[k] for k in SAMPLING_KEYS if k in body},
         n_predict=n_predict if isinstance(n_predict, int) and n_predict > 0 else None,
     )
+
+
+def _encodable(body: object) -> bool:
+    try:
+        json.dumps(body, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _scrubbed(value: Any) -> Any:
+    """``value`` with every lone surrogate replaced by U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_scrubbed(item) for item in value]
+    if isinstance(value, dict):
+        return {_scrubbed(k): _scrubbed(v) for k, v in value.items()}
+    return value
 
 
 def strip_timings(line: bytes) -> bytes:
@@ -220,10 +253,10 @@ class StreamAttribution:
         return self._outgoing_parsed(line)
 
     def _outgoing_parsed(self, line: bytes) -> bytes:
-        obj = _object(line)
+        obj = payload_object(line[5:])
         if obj is None or "error" in obj:
             return line  # not ours to judge: the client gets it as it came
-        final = _final(self.kind, obj)
+        final = is_final(self.kind, obj)
         if isinstance(obj.get("timings"), dict) and not final:
             return strip_timings(line)
         if final and self.kind is EndpointKind.NATIVE:
@@ -232,50 +265,35 @@ class StreamAttribution:
         return line
 
     def _count(self, line: bytes, t: float) -> None:
-        obj = _object(line)
+        obj = payload_object(line[5:])
         if obj is None:
             return
         if "error" in obj:
-            self.error = _error_line(obj["error"])
+            self.error = error_line(obj["error"])
             return
         if self.kind is EndpointKind.ANTHROPIC:
-            self._anthropic(obj)
+            event = read_anthropic(obj)
+            if event.text:
+                self.text_parts.append(event.text)
+            self.model = self.model or event.model
+            if event.output_tokens is not None:
+                self.anthropic_tokens = event.output_tokens
+            self.stop_reason = event.stop_reason or self.stop_reason
             return
-        text, predicted = self._fields(obj)
-        timings = obj.get("timings")
-        if isinstance(timings, dict):
-            self._attribute(text, predicted, timings, t)
-        elif text:
-            self.text_parts.append(text)
-
-    def _fields(self, obj: dict[str, Any]) -> tuple[str, int | None]:
-        """(text, tokens so far) of a chunk, whatever the endpoint; notes model and stop."""
-        if not self.model and isinstance(model := obj.get("model"), str):
-            self.model = model
-        if self.kind is EndpointKind.NATIVE:
-            if obj.get("stop") is True:
-                self.stop_reason = str(obj.get("stop_type") or "")
-            predicted = obj.get("tokens_predicted")
-            return str(obj.get("content") or ""), predicted if isinstance(predicted, int) else None
-        choice = _first_choice(obj)
-        if choice is None:
-            return "", None
-        if self.kind is EndpointKind.OAI_CHAT:
-            delta = choice.get("delta") or {}
-            text = str(delta.get("content") or "") if isinstance(delta, dict) else ""
-        else:
-            text = str(choice.get("text") or "")
-        if finish := choice.get("finish_reason"):
-            self.stop_reason = _FINISH_REASONS.get(str(finish), str(finish))
-        return text, None
+        fields = read_chunk(self.kind, obj)
+        self.model = self.model or fields.model
+        if fields.stop_reason:
+            self.stop_reason = fields.stop_reason
+        if fields.timings is not None:
+            self._attribute(fields.text, fields.predicted, fields.timings, t)
+        elif fields.text:
+            self.text_parts.append(fields.text)
 
     def _attribute(
         self, text: str, predicted: int | None, timings: dict[str, Any], t: float
     ) -> None:
         self.saw_timings = True
         self.last_timings = timings
-        if predicted is None:
-            predicted = timings.get("predicted_n")
         counters = ChunkCounters(
             text, predicted, timings.get("draft_n", 0), timings.get("draft_n_accepted", 0)
         )
@@ -290,133 +308,7 @@ class StreamAttribution:
         if text:
             self.text_parts.append(text)
 
-    def _anthropic(self, obj: dict[str, Any]) -> None:
-        kind = obj.get("type")
-        if kind == "content_block_delta":
-            delta = obj.get("delta") or {}
-            if isinstance(delta, dict) and isinstance(text := delta.get("text"), str):
-                self.text_parts.append(text)
-        elif kind == "message_start":
-            message = obj.get("message") or {}
-            if isinstance(message, dict) and isinstance(model := message.get("model"), str):
-                self.model = model
-        elif kind == "message_delta":
-            usage = obj.get("usage") or {}
-            if isinstance(usage, dict) and isinstance(out := usage.get("output_tokens"), int):
-                self.anthropic_tokens = out
-            delta = obj.get("delta") or {}
-            if isinstance(delta, dict) and delta.get("stop_reason"):
-                self.stop_reason = _ANTHROPIC_STOPS.get(str(delta["stop_reason"]), "")
-
     @property
     def text(self) -> str:
         """The text so far."""
         return "".join(self.text_parts)
-
-
-_ANTHROPIC_STOPS = {"max_tokens": "limit", "end_turn": "eos", "stop_sequence": "word"}
-
-
-def _object(line: bytes) -> dict[str, Any] | None:
-    """The JSON object of a ``data:`` line, or None ([DONE], empty, not JSON, not an object)."""
-    payload = line[5:].strip()
-    if not payload or payload == b"[DONE]":
-        return None
-    try:
-        obj = json.loads(payload)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
-def _first_choice(obj: dict[str, Any]) -> dict[str, Any] | None:
-    choices = obj.get("choices") or []
-    choice = choices[0] if isinstance(choices, list) and choices else None
-    return choice if isinstance(choice, dict) else None
-
-
-def _final(kind: EndpointKind, obj: dict[str, Any]) -> bool:
-    """Whether a chunk is the stream's last with content (it keeps its ``timings``)."""
-    if kind is EndpointKind.NATIVE:
-        return obj.get("stop") is True
-    choice = _first_choice(obj)
-    return "usage" in obj or bool(choice is not None and choice.get("finish_reason"))
-
-
-def _error_line(error: object) -> str:
-    if isinstance(error, dict):
-        message = error.get("message") or error.get("type") or error
-        code = error.get("code")
-        return f"{message} ({code})" if code else str(message)
-    return str(error)
-
-
-@dataclass(slots=True)
-class ResponseTotals:
-    """What a non-streamed generation response says about itself (no per-token detail)."""
-
-    tokens: int | None = None
-    """Tokens generated."""
-    prompt_tokens: int | None = None
-    """Prompt tokens processed."""
-    drafted: int | None = None
-    """Draft tokens proposed (from the final timings)."""
-    accepted: int | None = None
-    """Draft tokens accepted (from the final timings)."""
-    timings: dict[str, float] = field(default_factory=dict)
-    """The final timings."""
-    text: str = ""
-    """The generated text."""
-    stop_reason: str = ""
-    """Why generation stopped."""
-    model: str = ""
-    """The model the response names."""
-    error: str | None = None
-    """An error body's message."""
-
-
-def response_totals(kind: EndpointKind, raw: bytes) -> ResponseTotals:
-    """Totals of a non-streamed response body (empty when it is not the JSON expected)."""
-    try:
-        obj = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return ResponseTotals()
-    if not isinstance(obj, dict):
-        return ResponseTotals()
-    totals = ResponseTotals(model=str(obj.get("model") or ""))
-    if "error" in obj:
-        totals.error = _error_line(obj["error"])
-        return totals
-    timings = obj.get("timings")
-    if isinstance(timings, dict):
-        totals.timings = {k: float(v) for k, v in timings.items() if isinstance(v, int | float)}
-        totals.tokens = timings.get("predicted_n")
-        totals.prompt_tokens = timings.get("prompt_n")
-        totals.drafted = timings.get("draft_n", 0)
-        totals.accepted = timings.get("draft_n_accepted", 0)
-    usage = obj.get("usage")
-    if totals.tokens is None and isinstance(usage, dict):
-        tokens = usage.get("completion_tokens", usage.get("output_tokens"))
-        totals.tokens = tokens if isinstance(tokens, int) else None
-    if kind is EndpointKind.NATIVE:
-        totals.text = str(obj.get("content") or "")
-        totals.stop_reason = str(obj.get("stop_type") or "")
-        if totals.tokens is None and isinstance(obj.get("tokens_predicted"), int):
-            totals.tokens = obj["tokens_predicted"]
-    elif kind is EndpointKind.ANTHROPIC:
-        content = obj.get("content") or []
-        totals.text = "".join(
-            str(part.get("text") or "") for part in content if isinstance(part, dict)
-        )
-        totals.stop_reason = _ANTHROPIC_STOPS.get(str(obj.get("stop_reason")), "")
-    else:
-        choices = obj.get("choices") or []
-        if choices and isinstance(choice := choices[0], dict):
-            message = choice.get("message")
-            if isinstance(message, dict):
-                totals.text = str(message.get("content") or "")
-            else:
-                totals.text = str(choice.get("text") or "")
-            finish = str(choice.get("finish_reason") or "")
-            totals.stop_reason = _FINISH_REASONS.get(finish, finish)
-    return totals

@@ -24,7 +24,7 @@ import h11
 import httptools
 import httpx
 
-from spectui.core.llama.transport import HIGH_WATER
+from spectui.core.net.buffered import BufferedProtocol
 
 
 class ExchangeError(Exception):
@@ -37,25 +37,22 @@ class ExchangeError(Exception):
         """It did not answer in time (rather than refusing or breaking)."""
 
 
-class UpstreamResponse(asyncio.Protocol):
+class UpstreamResponse(BufferedProtocol):
     """The response of one exchange: status and headers once `open_exchange` returns, the body
-    piece by piece through `next_body` (or whole through `read_all`)."""
+    piece by piece through `next_body` (or whole through `read_all`). The decoded body is kept
+    in the buffer of `BufferedProtocol` (so reading stops at its high-water mark)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.status = 0
-        """HTTP status."""
+        """HTTP status (of the final response: interim 1xx ones are skipped)."""
         self.headers: list[tuple[bytes, bytes]] = []
         """Headers as they came, names lower-cased, repeated ones apart."""
         self._parser = httptools.HttpResponseParser(self)
-        self._transport: asyncio.Transport | None = None
         self._head: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._body: list[bytes] = []
-        self._size = 0
+        self._interim = False
         self._complete = False
-        self._lost = False
         self._problem: str | None = None
-        self._waiter: asyncio.Future[None] | None = None
-        self._paused = False
 
     # -- httptools callbacks ---------------------------------------------------------------------
 
@@ -63,50 +60,43 @@ class UpstreamResponse(asyncio.Protocol):
         self.headers.append((name.lower(), value))
 
     def on_headers_complete(self) -> None:
-        self.status = self._parser.get_status_code()
+        status = self._parser.get_status_code()
+        if 100 <= status < 200 and status != 101:
+            # `100 Continue` (llama-server sends it for `Expect`) or `103 Early Hints`: not the
+            # answer, which follows on the same connection.
+            self._interim = True
+            self.headers = []
+            return
+        self.status = status
         if not self._head.done():
             self._head.set_result(None)
 
     def on_body(self, body: bytes) -> None:
-        self._body.append(body)
-        self._size += len(body)
+        self.push(body)
 
     def on_message_complete(self) -> None:
+        if self._interim:
+            self._interim = False
+            return
         self._complete = True
+        self.wake()
 
     # -- asyncio callbacks -----------------------------------------------------------------------
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
 
     def data_received(self, data: bytes) -> None:
         try:
             self._parser.feed_data(data)
-        except httptools.HttpParserError as error:
-            self._problem = f"not an HTTP response ({error})"
+        except httptools.HttpParserError:
+            self._problem = "not an HTTP response"  # (fixed: the parser's text quotes bytes)
             self.close()
-        if self._size >= HIGH_WATER and self._transport is not None and not self._paused:
-            self._transport.pause_reading()
-            self._paused = True
-        if self._body or self._complete or self._problem:
-            self._wake()
-
-    def eof_received(self) -> bool:
-        return False  # (close the transport: nothing more is sent on it)
+            self.wake()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._lost = True
         if exc is not None and self._problem is None:
-            self._problem = str(exc) or type(exc).__name__
+            self._problem = _os_error(exc)
         if not self._head.done():
             self._head.set_exception(ExchangeError(self._problem or "closed before it answered"))
-        self._wake()
-
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        super().connection_lost(exc)
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -114,41 +104,32 @@ class UpstreamResponse(asyncio.Protocol):
         """What arrived of the body since the last call (waiting for some); b"" at its end.
         Raises `ExchangeError` when the connection ends before the body does."""
         while True:
-            if self._body:
-                body = self._body[0] if len(self._body) == 1 else b"".join(self._body)
-                self._body, self._size = [], 0
-                if self._paused and self._transport is not None:
-                    self._transport.resume_reading()
-                    self._paused = False
-                return body
+            if self.chunks:
+                return self.take()
             if self._complete:
                 return b""
-            if self._lost or self._problem:
+            if self.eof or self._problem:
                 if self._problem is None and self._framed_by_close():
                     return b""
                 raise ExchangeError(self._problem or "connection closed")
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
+            await self.wait()
 
-    async def read_all(self) -> bytes:
-        """The whole body."""
+    async def read_all(self, limit: int | None = None) -> bytes:
+        """The whole body; `ExchangeError` past ``limit`` bytes."""
         parts = []
+        size = 0
         while piece := await self.next_body():
             parts.append(piece)
+            size += len(piece)
+            if limit is not None and size > limit:
+                self.close()
+                raise ExchangeError(f"the answer is longer than {limit} bytes")
         return b"".join(parts)
-
-    def close(self) -> None:
-        """Close the connection (llama-server stops generating for it)."""
-        if self._transport is not None:
-            self._transport.close()
 
     async def _send(self, request: bytes) -> None:
         """Send the request; returns once the response's head came."""
-        assert self._transport is not None
-        self._transport.write(request)
+        assert self.transport is not None
+        self.transport.write(request)
         try:
             await self._head
         except BaseException:  # (cancelled too: the future is cancelled with the wait)
@@ -159,6 +140,15 @@ class UpstreamResponse(asyncio.Protocol):
         """Whether the body ends where the connection does (no length, not chunked)."""
         names = {name for name, _ in self.headers}
         return b"content-length" not in names and b"transfer-encoding" not in names
+
+
+def _os_error(error: BaseException) -> str:
+    """A few fixed words for a socket error (its text never carries what was sent)."""
+    if isinstance(error, ConnectionResetError):
+        return "connection reset"
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return type(error).__name__
 
 
 async def open_exchange(
@@ -193,8 +183,10 @@ async def open_exchange(
         raise ExchangeError("connect timed out", timeout=True) from None
     except ConnectionRefusedError:
         raise ExchangeError("connection refused") from None
-    except (OSError, ssl.SSLError) as error:
-        raise ExchangeError(getattr(error, "strerror", None) or str(error)) from None
+    except ssl.SSLError as error:
+        raise ExchangeError(f"TLS failed ({error.reason or type(error).__name__})") from None
+    except OSError as error:
+        raise ExchangeError(_os_error(error)) from None
     try:
         framing = h11.Connection(h11.CLIENT)
         head = h11.Request(
@@ -206,9 +198,11 @@ async def open_exchange(
         request = b"".join(
             framing.send(event) or b"" for event in (head, h11.Data(data=body), h11.EndOfMessage())
         )
-    except h11.LocalProtocolError as error:
+    except h11.LocalProtocolError:
+        # Never the error's text: h11 quotes the header value it refused, and a header may be
+        # a key (one read from a CRLF file ends in "\r").
         response.close()
-        raise ExchangeError(f"the request cannot be sent: {error}") from None
+        raise ExchangeError("a request header is not valid HTTP (its value is not shown)") from None
     await response._send(request)
     return response
 

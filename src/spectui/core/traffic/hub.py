@@ -2,13 +2,19 @@
 
 Listeners (the JSON Lines writer, the Prometheus metrics, the recorder, the TUI) are told when a
 request starts and when it ends, on the event loop; the TUI reads a live request's events itself,
-at its own pace. Memory is bounded: finished records in a deque, events only while a request is
-live (and for recording, until the recorder has written them).
+at its own pace. A listener that fails is logged (its type only) and the others are still told.
+
+Memory is bounded: finished records in a deque (`RECENT_REQUESTS`), events only while a request
+is live (and for recording, until the recorder has written them), and the prompts and answers of
+finished records only for the newest `TEXT_REQUESTS` and within `TEXT_BUDGET` characters; older
+records keep their numbers (listeners were given the whole record when it finished).
 """
 
 from __future__ import annotations
 
 import itertools
+import json
+import logging
 import time
 from collections import deque
 from collections.abc import Callable
@@ -16,7 +22,8 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from spectui.core.events import RunMetrics, StepEvent, TokenEvent
-from spectui.core.traffic.chunks import PreparedBody, ResponseTotals, StreamAttribution
+from spectui.core.stream.dialects import ResponseTotals
+from spectui.core.traffic.chunks import PreparedBody, StreamAttribution
 from spectui.core.traffic.models import (
     EndpointKind,
     RequestInfo,
@@ -26,6 +33,15 @@ from spectui.core.traffic.models import (
 
 RECENT_REQUESTS = 1000
 """Finished requests the hub remembers (the table and the aggregates read them)."""
+
+TEXT_REQUESTS = 100
+"""Finished requests whose prompt and answer text the hub keeps (the newest)."""
+
+TEXT_BUDGET = 32 * 1024 * 1024
+"""Characters of prompt and answer text the hub keeps across finished requests: 40 prompts of
+4 MiB would otherwise hold ~190 MiB for a table that shows a line of each."""
+
+log = logging.getLogger("spectui.proxy")
 
 
 class TrafficListener(Protocol):
@@ -91,6 +107,13 @@ class TrafficHub:
         """Requests in flight, by id."""
         self.recent: deque[TrafficRecord] = deque(maxlen=RECENT_REQUESTS)
         """Finished requests, oldest first."""
+        self.text_requests = TEXT_REQUESTS
+        """How many of the newest records keep their text."""
+        self.text_budget = TEXT_BUDGET
+        """How many characters of text the records keep in all."""
+        self.text_kept = 0
+        """Characters of text the records keep now."""
+        self._texted: deque[tuple[TrafficRecord, int]] = deque()
         self._ids = itertools.count(1)
 
     def start(
@@ -118,7 +141,10 @@ class TrafficHub:
         live = LiveRequest(info, attribution, self.clock())
         self.live[info.id] = live
         for listener in self.listeners:
-            listener.request_started(live)
+            try:
+                listener.request_started(live)
+            except Exception as error:  # (one listener's bug must not lose the request)
+                log.warning("a traffic listener failed (%s)", type(error).__name__)
         return live
 
     def finish(
@@ -136,9 +162,30 @@ class TrafficHub:
         live.record = record
         self.live.pop(live.info.id, None)
         self.recent.append(record)
+        self._keep_text(record)
         for listener in self.listeners:
-            listener.request_finished(live, record)
+            try:
+                listener.request_finished(live, record)
+            except Exception as error:  # (the next listeners still get the record)
+                log.warning("a traffic listener failed (%s)", type(error).__name__)
         return record
+
+    def _keep_text(self, record: TrafficRecord) -> None:
+        """Count ``record``'s text; drop the text of the oldest records beyond the bounds."""
+        size = text_size(record)
+        if not size:
+            return
+        self._texted.append((record, size))
+        self.text_kept += size
+        while self._texted and (
+            len(self._texted) > self.text_requests or self.text_kept > self.text_budget
+        ):
+            old, old_size = self._texted.popleft()
+            self.text_kept -= old_size
+            for i, kept in enumerate(self.recent):  # (the oldest: found near the start)
+                if kept is old:
+                    self.recent[i] = numbers_only(old)
+                    break
 
 
 def _record(
@@ -214,3 +261,18 @@ def _stop(status: RequestStatus, reason: str) -> str:
     if status is RequestStatus.ERROR:
         return "error"
     return reason
+
+
+def text_size(record: TrafficRecord) -> int:
+    """Characters of prompt and answer text ``record`` holds."""
+    info = record.info
+    size = len(record.text) + len(info.prompt or "")
+    if info.messages:
+        size += len(json.dumps(info.messages, ensure_ascii=False))
+    return size
+
+
+def numbers_only(record: TrafficRecord) -> TrafficRecord:
+    """``record`` without its prompt and answer text."""
+    info = record.info.model_copy(update={"prompt": None, "messages": None})
+    return record.model_copy(update={"info": info, "text": ""})

@@ -9,6 +9,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from spectui.core.events import RunMetrics
+from spectui.core.stream.dialects import EndpointKind
 
 NO_DETAIL = "no per-token detail"
 """What a request without per-token timings says instead of guessing."""
@@ -16,18 +17,26 @@ NO_DETAIL = "no per-token detail"
 METRICS_PATH = "/spectui/metrics"
 """Where the proxy serves its own Prometheus metrics."""
 
+MIB = 1024 * 1024
 
-class EndpointKind(StrEnum):
-    """The shape of a generation endpoint's stream."""
 
-    NATIVE = "native"
-    """`/completion`: ``content``, ``tokens_predicted``, ``stop``."""
-    OAI_COMPLETION = "oai-completion"
-    """`/v1/completions`: ``choices[0].text``."""
-    OAI_CHAT = "oai-chat"
-    """`/v1/chat/completions`: ``choices[0].delta.content``."""
-    ANTHROPIC = "anthropic"
-    """`/v1/messages`: its stream carries no ``timings`` at all on this build."""
+class ProxyLimits(BaseModel):
+    """What one client may make the proxy hold. Each bound has a clear answer: a client over it
+    gets an error it can read, the upstream is freed, and the proxy keeps serving the others."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_body: int = Field(default=64 * MIB, gt=0)
+    """Largest request body, in bytes (over it: 413 and one JSON line). 64 MiB holds a prompt of
+    the largest context llama-server takes (~1M tokens of text) with room to spare, and bounds
+    what one request can make the proxy hold."""
+    max_sse_line: int = Field(default=16 * MIB, gt=0)
+    """Longest SSE line of a generation stream, in bytes (over it: the stream ends with an SSE
+    error event and the upstream is closed). A real chunk is under a kilobyte; a line this long
+    is a broken or hostile upstream, and an unbounded line would be buffered without limit."""
+    max_concurrency: int = Field(default=256, gt=0)
+    """Requests handled at once (beyond: 503 and one JSON line). A llama-server serves a few
+    slots at a time; the rest only queue there, each holding its body here."""
 
 
 class RequestStatus(StrEnum):
@@ -121,3 +130,7 @@ class TrafficRecord(BaseModel):
         if self.drafted and self.accepted is not None:
             return self.accepted / self.drafted
         return None
+
+
+__all__ = ["METRICS_PATH", "MIB", "NO_DETAIL", "EndpointKind", "ProxyLimits", "RequestInfo",
+           "RequestStatus", "TrafficRecord"]  # fmt: skip

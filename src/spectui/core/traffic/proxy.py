@@ -1,54 +1,50 @@
 """`spectui proxy`'s ASGI app: every request passes through to one llama-server; generation
 requests are attributed on the way (see `chunks`).
 
-Starlette answers the clients (uvicorn serves it). Generation requests go upstream through
-`exchange` (their streams are relayed chunk by chunk, and that path is kept lean); everything
-else through httpx. Both reach the upstream directly (no environment HTTP proxy). Nothing here
-logs, stores or shows a header: ``Authorization`` / ``x-api-key`` go upstream as they came (or
-are replaced by the upstream key the proxy was given), and the proxy's own client key is checked
-in constant time. A client that goes away mid-stream cancels the upstream request at once (the
-connection is closed, so llama-server frees the slot); an upstream that fails gives the client an
-error and the proxy keeps serving.
+uvicorn serves it. Generation requests go upstream through `exchange` (their streams are relayed
+chunk by chunk, and that path is kept lean); everything else through httpx. Both reach the
+upstream directly (no environment HTTP proxy). Whatever a client does, the proxy answers as the
+upstream would, frees the upstream at once when the client is gone, holds bounded memory, and
+never repeats a secret:
+
+- the client's own key is checked in constant time; ``Authorization`` / ``x-api-key`` go
+  upstream as they came (or are replaced by the upstream key the proxy was given); hop-by-hop
+  headers stay on their hop, both ways (`net.headers`);
+- a client that disconnects, in any phase, cancels its upstream request at once (the connection
+  is closed, so llama-server frees the slot) and the request is recorded ``cancelled``
+  (`net.asgi.while_connected`);
+- `ProxyLimits` bound the request body (413), an SSE line (the stream ends with an error
+  event), whole answers, and the requests in flight (503);
+- no error text from a library reaches a client, a record or a log: errors are mapped to fixed
+  words (h11 quotes header values, and a header may be a key).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hmac
 import json
+import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
-import anyio
 import httpx
 from pydantic import SecretStr
-from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
 
-from spectui.core.llama.transport import AsyncioTransport
-from spectui.core.traffic.chunks import (
-    GENERATION_PATHS,
-    PreparedBody,
-    prepare_body,
-    response_totals,
-)
+from spectui.core.llama.transport import lean_transport
+from spectui.core.net.asgi import BodyTooLarge, ClientGone, read_body, while_connected
+from spectui.core.net.headers import FRAMED_HERE, end_to_end, end_to_end_raw
+from spectui.core.stream.dialects import ResponseTotals, response_totals
+from spectui.core.traffic.chunks import GENERATION_PATHS, PreparedBody, prepare_body
 from spectui.core.traffic.exchange import ExchangeError, UpstreamResponse, open_exchange
 from spectui.core.traffic.hub import LiveRequest, TrafficHub
-from spectui.core.traffic.models import METRICS_PATH, EndpointKind, RequestStatus
+from spectui.core.traffic.models import METRICS_PATH, EndpointKind, ProxyLimits, RequestStatus
 from spectui.core.traffic.prom import CONTENT_TYPE, ProxyMetrics
 
-METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
-# Hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection, not to the message.
-_HOP = frozenset(
-    {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
-     "upgrade", "host", "content-length"}
-)  # fmt: skip
-_HOP_BYTES = frozenset(name.encode() for name in _HOP)
 _AUTH = frozenset({"authorization", "x-api-key"})
 
 CONNECT_TIMEOUT_S = 10.0
@@ -57,78 +53,41 @@ prompt may keep the server silent for minutes; the client decides."""
 
 UPSTREAM_TIMEOUT = httpx.Timeout(connect=CONNECT_TIMEOUT_S, read=None, write=30.0, pool=None)
 
+log = logging.getLogger("spectui.proxy")
 
-class _AttributedStream(Response):
-    """An upstream SSE stream relayed to the client, attributed line by line as it passes.
 
-    It stops the moment the client disconnects, even while upstream is silent (whatever the ASGI
-    version), and however it ended — done, broken, or the client gone before its first byte —
-    the upstream connection is closed (llama-server frees the slot) and the hub told.
-    """
+class _Client:
+    """The client's side of one request: what has been sent to it so far."""
 
-    def __init__(self, upstream: UpstreamResponse, live: LiveRequest, proxy: TrafficProxy) -> None:
-        super().__init__(status_code=200)
-        self.raw_headers = _without_hop(upstream.headers, keep_length=False)
-        self._upstream = upstream
-        self._live = live
-        self._proxy = proxy
-        self._status = RequestStatus.CANCELLED
-        self._error: str | None = None
+    __slots__ = ("_send", "complete", "started")
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            async with anyio.create_task_group() as group:
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+        """The response's head has gone out."""
+        self.complete = False
+        """The whole response has gone out."""
 
-                async def relay() -> None:
-                    with contextlib.suppress(OSError):  # the client went away between two checks
-                        await self._relay(send)
-                    group.cancel_scope.cancel()
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        elif not message.get("more_body", False):
+            self.complete = True
+        await self._send(message)
 
-                async def disconnected() -> None:
-                    while (await receive())["type"] != "http.disconnect":
-                        pass
-                    group.cancel_scope.cancel()
+    async def respond(self, response: Response) -> None:
+        await self.send(
+            {"type": "http.response.start", "status": response.status_code,
+             "headers": response.raw_headers}
+        )  # fmt: skip
+        await self.send({"type": "http.response.body", "body": bytes(response.body)})
 
-                group.start_soon(relay)
-                group.start_soon(disconnected)
-        finally:
-            upstream = self._upstream
-            upstream.close()
-            self._proxy.hub.finish(
-                self._live, status=self._status, http_status=upstream.status, error=self._error
-            )
+    def answered(self) -> bool:
+        return self.complete
 
-    async def _relay(self, send: Send) -> None:
-        upstream, attribution = self._upstream, self._live.attribution
-        assert attribution is not None
-        clock, t0 = self._proxy.clock, self._live.t0
-        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-        pending = b""
-        try:
-            while data := await upstream.next_body():
-                t = clock() - t0
-                if pending:
-                    data = pending + data
-                out: list[bytes] = []
-                start = 0
-                while (end := data.find(b"\n", start)) >= 0:
-                    out.append(attribution.line(data[start : end + 1], t))
-                    start = end + 1
-                pending = data[start:]
-                if out:
-                    await send({"type": "http.response.body", "body": b"".join(out),
-                                "more_body": True})  # fmt: skip
-            tail = attribution.line(pending, clock() - t0) if pending else b""
-            attribution.settle()
-            self._status = RequestStatus.ERROR if attribution.error else RequestStatus.DONE
-            self._error = attribution.error
-        except ExchangeError as problem:
-            self._status = RequestStatus.ERROR
-            self._error = f"the upstream llama-server broke the stream ({problem})"
-            # The client already has a 200 and part of the stream: an SSE error is all it can
-            # still be told (the OpenAI SDK raises on it).
-            tail = _sse_error(self._error)
-        await send({"type": "http.response.body", "body": tail, "more_body": False})
+
+class _LineTooLong(Exception):
+    pass
 
 
 class TrafficProxy:
@@ -142,86 +101,130 @@ class TrafficProxy:
         upstream_key: SecretStr | None = None,
         client_key: SecretStr | None = None,
         clock: Callable[[], float] = time.monotonic,
+        limits: ProxyLimits | None = None,
     ) -> None:
         self.upstream = upstream.rstrip("/")
         self.hub = hub or TrafficHub(clock=clock)
         self.metrics = ProxyMetrics()
         self.hub.listeners.append(self.metrics)
+        self.limits = limits or ProxyLimits()
         self._upstream_key = upstream_key
         self._client_key = client_key.get_secret_value().encode() if client_key else None
         self.clock = clock
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
+        self.active = 0
+        """Requests being handled now."""
+        limits_http = httpx.Limits(max_connections=None, max_keepalive_connections=32)
         self.http = httpx.AsyncClient(
             base_url=self.upstream,
             timeout=UPSTREAM_TIMEOUT,
-            limits=limits,
-            transport=AsyncioTransport(limits=limits),
+            limits=limits_http,
+            transport=lean_transport(limits_http),
             trust_env=False,
-        )
-        self.app = Starlette(
-            routes=[
-                Route(METRICS_PATH, self._metrics, methods=["GET"]),
-                Route("/{path:path}", self._forward, methods=METHODS),
-            ]
         )
 
     async def aclose(self) -> None:
         """Close the upstream connections."""
         await self.http.aclose()
 
-    # -- entry points --------------------------------------------------------------------------
+    # -- the ASGI application ------------------------------------------------------------------
 
-    async def _metrics(self, request: Request) -> Response:
-        if denied := self._deny(request):
-            return denied
-        return Response(self.metrics.exposition(), media_type=CONTENT_TYPE)
-
-    async def _forward(self, request: Request) -> Response:
-        if denied := self._deny(request):
-            return denied
-        path = request.url.path
-        kind = GENERATION_PATHS.get(path) if request.method == "POST" else None
-        raw = await request.body()
-        headers = self._upstream_headers(request, generation=kind is not None)
-        if kind is None:
-            return await self._pass_through(request, raw, headers)
-        body = prepare_body(kind, raw)
-        client = f"{request.client.host}:{request.client.port}" if request.client else "?"
-        live = self.hub.start(path, kind, client, body)
+    async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI entry point."""
+        if scope["type"] != "http":
+            return  # (lifespan is off; nothing else is proxied)
+        client = _Client(send)
+        request = Request(scope)
         try:
-            return await self._generation(request, body, headers, live)
-        except asyncio.CancelledError:  # (the proxy stops while upstream has not answered)
-            if live.record is None:
-                self.hub.finish(live, status=RequestStatus.CANCELLED, http_status=499)
-            raise
+            if (refused := self._refused(request)) is not None:
+                await client.respond(refused)
+                return
+            if request.url.path == METRICS_PATH and request.method == "GET":
+                await client.respond(Response(self.metrics.exposition(), media_type=CONTENT_TYPE))
+                return
+            self.active += 1
+            try:
+                await self._forward(request, scope, receive, client)
+            finally:
+                self.active -= 1
+        except OSError:
+            pass  # (the client's socket went away under a write: nothing to tell anyone)
+        except Exception as error:  # (a bug: one fixed line, never the error's text)
+            log.error("spectui proxy: %s while handling a request", type(error).__name__)
+            if not client.started:
+                await client.respond(_error(500, "spectui proxy: internal error", "server_error"))
 
-    # -- helpers -------------------------------------------------------------------------------
+    def _refused(self, request: Request) -> Response | None:
+        """A 401 without the proxy's key, a 405 for a method it does not pass, a 503 when full."""
+        if self._client_key is not None and not self._key_given(request):
+            return _error(
+                401, "invalid or missing API key for the spectui proxy", "authentication_error"
+            )
+        if request.method not in METHODS:
+            return _error(405, f"spectui proxy: method {request.method} is not passed on",
+                          "invalid_request_error")  # fmt: skip
+        if self.active >= self.limits.max_concurrency and request.url.path != METRICS_PATH:
+            refused = _error(
+                503,
+                f"spectui proxy: {self.limits.max_concurrency} requests are in flight already "
+                "(--max-concurrency); retry later",
+                "unavailable_error",
+            )
+            refused.headers["retry-after"] = "1"
+            return refused
+        return None
 
-    def _deny(self, request: Request) -> Response | None:
-        """A 401 unless the client showed the proxy's own key (when it has one)."""
-        if self._client_key is None:
-            return None
+    def _key_given(self, request: Request) -> bool:
+        assert self._client_key is not None
         given = request.headers.get("x-api-key", "")
         bearer = request.headers.get("authorization", "")
         if bearer.lower().startswith("bearer "):
             given = given or bearer[7:].strip()
-        if given and hmac.compare_digest(given.encode(), self._client_key):
-            return None
-        return _error(
-            401, "invalid or missing API key for the spectui proxy", "authentication_error"
-        )
+        return bool(given) and hmac.compare_digest(given.encode(), self._client_key)
+
+    async def _forward(
+        self, request: Request, scope: Scope, receive: Receive, client: _Client
+    ) -> None:
+        limit = self.limits.max_body
+        try:
+            raw = await read_body(scope, receive, limit)
+        except ClientGone:
+            return
+        except BodyTooLarge:
+            too_large = _error(
+                413, f"spectui proxy: the request body is larger than {limit} bytes (--max-body)",
+                "invalid_request_error",
+            )  # fmt: skip
+            too_large.headers["connection"] = "close"  # (the rest of the body is not read)
+            await client.respond(too_large)
+            return
+        path = request.url.path
+        kind = GENERATION_PATHS.get(path) if request.method == "POST" else None
+        headers = self._upstream_headers(request, generation=kind is not None)
+        if kind is None:
+            await while_connected(
+                receive, self._pass_through(request, raw, headers, client), client.answered
+            )
+            return
+        body = prepare_body(kind, raw)
+        peer = f"{request.client.host}:{request.client.port}" if request.client else "?"
+        live = self.hub.start(path, kind, peer, body)
+        try:
+            await while_connected(
+                receive, self._generation(request, body, headers, live, client), client.answered
+            )
+        finally:
+            if live.record is None:  # (cancelled before `_generation` could say how it ended)
+                self.hub.finish(live, status=RequestStatus.CANCELLED, http_status=499)
+
+    # -- helpers -------------------------------------------------------------------------------
 
     def _upstream_headers(self, request: Request, *, generation: bool) -> list[tuple[str, str]]:
-        replace_auth = self._upstream_key is not None or self._client_key is not None
-        headers = []
-        for name, value in request.headers.items():
-            lower = name.lower()
-            if lower in _HOP or (replace_auth and lower in _AUTH):
-                continue
-            # Generation streams are parsed on the way down, so they must come unencoded.
-            if generation and lower == "accept-encoding":
-                continue
-            headers.append((name, value))
+        drop = set(FRAMED_HERE)
+        if self._upstream_key is not None or self._client_key is not None:
+            drop |= _AUTH
+        if generation:  # (streams are parsed on the way down, so they must come unencoded)
+            drop.add("accept-encoding")
+        headers = end_to_end(request.headers.items(), drop=frozenset(drop))
         if self._upstream_key is not None:
             headers.append(("authorization", f"Bearer {self._upstream_key.get_secret_value()}"))
         return headers
@@ -234,14 +237,15 @@ class TrafficProxy:
         self, request: Request, content: bytes, headers: list[tuple[str, str]]
     ) -> httpx.Response | Response:
         """Send upstream; an unreachable upstream is the client's 502 (never an exception)."""
-        upstream = self.http.build_request(
-            request.method, self._url(request), headers=headers, content=content
-        )
         try:
+            upstream = self.http.build_request(
+                request.method, self._url(request), headers=headers, content=content
+            )
             return await self.http.send(upstream, stream=True)
         except httpx.TimeoutException:
             return _error(504, "the upstream llama-server did not answer in time", "timeout_error")
-        except httpx.TransportError as error:
+        except (httpx.TransportError, httpx.InvalidURL, ValueError) as error:
+            # The type only: h11's text quotes the header it refused.
             return _error(
                 502,
                 f"spectui proxy: cannot reach the upstream llama-server ({type(error).__name__})",
@@ -249,14 +253,27 @@ class TrafficProxy:
             )
 
     async def _pass_through(
-        self, request: Request, raw: bytes, headers: list[tuple[str, str]]
-    ) -> Response:
+        self, request: Request, raw: bytes, headers: list[tuple[str, str]], client: _Client
+    ) -> None:
         opened = await self._open(request, raw, headers)
         if isinstance(opened, Response):
-            return opened
-        response = StreamingResponse(_raw(opened), status_code=opened.status_code)
-        response.raw_headers = _without_hop(opened.headers.raw, keep_length=True)
-        return response
+            await client.respond(opened)
+            return
+        try:
+            await client.send(
+                {"type": "http.response.start", "status": opened.status_code,
+                 "headers": end_to_end_raw(opened.headers.raw)}
+            )  # fmt: skip
+            try:
+                async for piece in opened.aiter_raw():
+                    await client.send(
+                        {"type": "http.response.body", "body": piece, "more_body": True}
+                    )
+            except httpx.TransportError:
+                return  # (upstream broke mid-body: the client's connection is closed unfinished)
+            await client.send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            await opened.aclose()
 
     async def _generation(
         self,
@@ -264,73 +281,123 @@ class TrafficProxy:
         body: PreparedBody,
         headers: list[tuple[str, str]],
         live: LiveRequest,
-    ) -> Response:
-        hub = self.hub
+        client: _Client,
+    ) -> None:
+        """One generation request, from sending it upstream to telling the hub how it ended
+        (``cancelled`` unless it got further: the client left, or the proxy stopped)."""
+        status, http_status = RequestStatus.CANCELLED, 499
+        error: str | None = None
+        totals: ResponseTotals | None = None
+        opened: UpstreamResponse | None = None
         try:
-            opened = await open_exchange(
-                self.upstream, request.method, self._url(request), headers, body.upstream,
-                connect_timeout=CONNECT_TIMEOUT_S,
-            )  # fmt: skip
-        except ExchangeError as error:
-            failed = _unreachable(error)
-            hub.finish(live, status=RequestStatus.ERROR, http_status=failed.status_code,
-                       error=_message_of(bytes(failed.body)))  # fmt: skip
-            return failed
-        is_sse = _header(opened.headers, b"content-type").startswith(b"text/event-stream")
-        if live.attribution is None or not is_sse or opened.status != 200:
-            return await self._whole(opened, live)
-        return _AttributedStream(opened, live, self)
-
-    async def _whole(self, opened: UpstreamResponse, live: LiveRequest) -> Response:
-        """Errors and whole-body answers: read it all, pass it on unchanged, summarise it."""
-        hub = self.hub
-        try:
-            content = await opened.read_all()
-        except ExchangeError as error:
-            hub.finish(live, status=RequestStatus.ERROR, http_status=502,
-                       error=f"upstream broke ({error})")  # fmt: skip
-            return _error(502, "spectui proxy: the upstream llama-server broke the response",
-                          "unavailable_error")  # fmt: skip
+            try:
+                opened = await open_exchange(
+                    self.upstream, request.method, self._url(request), headers, body.upstream,
+                    connect_timeout=CONNECT_TIMEOUT_S,
+                )  # fmt: skip
+            except ExchangeError as problem:
+                failed = _unreachable(problem)
+                status, http_status = RequestStatus.ERROR, failed.status_code
+                error = _message_of(bytes(failed.body))
+                await client.respond(failed)
+                return
+            http_status = opened.status
+            is_sse = _header(opened.headers, b"content-type").startswith(b"text/event-stream")
+            if live.attribution is None or not is_sse or opened.status != 200:
+                status, http_status, error, totals = await self._whole(opened, live, client)
+            else:
+                status, error = await self._relay(opened, live, client)
+        except OSError:
+            pass  # (the client went away under a write: cancelled)
         finally:
-            opened.close()
+            if opened is not None:
+                opened.close()
+            if live.record is None:
+                self.hub.finish(
+                    live, status=status, http_status=http_status, error=error, totals=totals
+                )
+
+    async def _relay(
+        self, upstream: UpstreamResponse, live: LiveRequest, client: _Client
+    ) -> tuple[RequestStatus, str | None]:
+        """An upstream SSE stream relayed to the client, attributed line by line as it passes;
+        a line longer than `ProxyLimits.max_sse_line` ends it."""
+        attribution = live.attribution
+        assert attribution is not None
+        clock, t0, limit = self.clock, live.t0, self.limits.max_sse_line
+        await client.send({"type": "http.response.start", "status": 200,
+                           "headers": end_to_end_raw(upstream.headers, drop=_LENGTH)})  # fmt: skip
+        pending: list[bytes] = []  # (a line not ended yet, in pieces: joined once, when it ends)
+        pending_size = 0
+        try:
+            while data := await upstream.next_body():
+                t = clock() - t0
+                out: list[bytes] = []
+                start = 0
+                end = data.find(b"\n")
+                if end >= 0 and pending:
+                    out.append(attribution.line(b"".join([*pending, data[: end + 1]]), t))
+                    pending, pending_size, start = [], 0, end + 1
+                    end = data.find(b"\n", start)
+                while end >= 0:
+                    out.append(attribution.line(data[start : end + 1], t))
+                    start = end + 1
+                    end = data.find(b"\n", start)
+                if start < len(data):
+                    pending.append(data[start:] if start else data)
+                    pending_size += len(data) - start
+                    if pending_size > limit:
+                        raise _LineTooLong
+                if out:
+                    await client.send({"type": "http.response.body", "body": b"".join(out),
+                                       "more_body": True})  # fmt: skip
+            tail = attribution.line(b"".join(pending), clock() - t0) if pending else b""
+            attribution.settle()
+            status = RequestStatus.ERROR if attribution.error else RequestStatus.DONE
+            error = attribution.error
+        except ExchangeError as problem:
+            status = RequestStatus.ERROR
+            error = f"the upstream llama-server broke the stream ({problem})"
+            # The client already has a 200 and part of the stream: an SSE error is all it can
+            # still be told (the OpenAI SDK raises on it).
+            tail = _sse_error(error)
+        except _LineTooLong:
+            upstream.close()
+            status = RequestStatus.ERROR
+            error = (
+                f"the upstream llama-server sent an SSE line longer than {limit} bytes "
+                "(--max-sse-line): the stream was ended"
+            )
+            tail = _sse_error(error)
+        await client.send({"type": "http.response.body", "body": tail, "more_body": False})
+        return status, error
+
+    async def _whole(
+        self, opened: UpstreamResponse, live: LiveRequest, client: _Client
+    ) -> tuple[RequestStatus, int, str | None, ResponseTotals | None]:
+        """Errors and whole-body answers: read it all, pass it on unchanged, summarise it."""
+        try:
+            content = await opened.read_all(limit=self.limits.max_body)
+        except ExchangeError as error:
+            await client.respond(
+                _error(502, "spectui proxy: the upstream llama-server broke the response",
+                       "unavailable_error")
+            )  # fmt: skip
+            return RequestStatus.ERROR, 502, f"upstream broke ({error})", None
         totals = response_totals(live.info.kind, content)
         ok = opened.status < 400
-        hub.finish(
-            live,
-            status=RequestStatus.DONE if ok else RequestStatus.ERROR,
-            http_status=opened.status,
-            error=None if ok else (totals.error or f"HTTP {opened.status}"),
-            totals=totals,
-        )
         whole = Response(content, status_code=opened.status)
         whole.raw_headers = [
-            *_without_hop(opened.headers, keep_length=False),
+            *end_to_end_raw(opened.headers, drop=_LENGTH),
             (b"content-length", str(len(content)).encode()),
         ]
-        return whole
+        await client.respond(whole)
+        if ok:
+            return RequestStatus.DONE, opened.status, None, totals
+        return RequestStatus.ERROR, opened.status, totals.error or f"HTTP {opened.status}", totals
 
 
-async def _raw(response: httpx.Response) -> AsyncIterator[bytes]:
-    try:
-        async for chunk in response.aiter_raw():
-            yield chunk
-    finally:
-        with anyio.CancelScope(shield=True):
-            await response.aclose()
-
-
-def _without_hop(
-    headers: list[tuple[bytes, bytes]], *, keep_length: bool
-) -> list[tuple[bytes, bytes]]:
-    """Upstream's headers for the client, repeated ones kept apart, minus the per-connection ones
-    (and the length of a body the proxy may change)."""
-    kept = []
-    for name, value in headers:
-        lower = name.lower()
-        if lower in _HOP_BYTES and not (keep_length and lower == b"content-length"):
-            continue
-        kept.append((lower, value))
-    return kept
+_LENGTH = frozenset({b"content-length"})
 
 
 def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes:
@@ -351,7 +418,7 @@ def _error(status: int, message: str, kind: str) -> Response:
 
 def _sse_error(message: str) -> bytes:
     body = {"error": {"code": 502, "message": message, "type": "unavailable_error"}}
-    return b"data: " + json.dumps(body).encode() + b"\n\n"
+    return b"event: error\ndata: " + json.dumps(body).encode() + b"\n\n"
 
 
 def _message_of(body: bytes) -> str:
