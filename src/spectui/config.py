@@ -22,6 +22,7 @@ from pydantic_settings import (
 
 from spectui.core.errors import SpectuiError
 from spectui.core.llama.client import normalize_url
+from spectui.core.llama.secrets import api_key_problem
 from spectui.core.request import Sampling
 
 APP_NAME = "spectui"
@@ -104,6 +105,18 @@ class Settings(BaseSettings, Sampling):
     def _usable_url(cls, url: str | None) -> str | None:
         # A bad --url is one line at start-up, not an error deep inside a connection attempt.
         return normalize_url(url) if url else url
+
+    @field_validator("api_key")
+    @classmethod
+    def _usable_key(cls, key: SecretStr | None) -> SecretStr | None:
+        # A CR, a space or non-ASCII in the key would reach the HTTP stack, whose error message
+        # repeats the header value: refuse it here, in one line that does not show it.
+        if key is None or not key.get_secret_value():
+            return None
+        problem = api_key_problem(key.get_secret_value())
+        if problem is not None:
+            raise ValueError(f"the API key cannot be used: {problem}")
+        return key
 
     @property
     def sampling(self) -> Sampling:
