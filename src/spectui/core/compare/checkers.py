@@ -8,6 +8,9 @@ such on that run, and never takes the comparison down with it.
 A Python snippet is code: it runs only when its source is trusted (a prompt file the user named,
 not a results file someone sent). Untrusted, it is skipped and the run says so ('skipped'),
 which is neither a pass nor a failure; the JSON-field and regex parts are data and still run.
+A regex is data that can still cost unbounded time (``(x+x+)+y`` backtracks exponentially), so
+it runs under the `regex` library's ``timeout``, in a worker thread that releases the GIL:
+over `REGEX_TIMEOUT_S` the verdict is 'timeout', and the comparison goes on.
 """
 
 from __future__ import annotations
@@ -15,16 +18,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import sys
 from typing import Literal
 
+import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 CheckStatus = Literal["passed", "failed", "error", "timeout", "skipped"]
 
 DEFAULT_TIMEOUT_S = 10.0
 """How long a Python checker may run (a fresh interpreter starts in ~50 ms)."""
+REGEX_TIMEOUT_S = 2.0
+"""How long a regex checker may search one response (a sane pattern takes microseconds)."""
 
 # Runs in a fresh `python -I`: reads {"snippet", "response"} from stdin, executes the snippet with
 # `response` bound. Exit 0: passed; 1: an assert failed; 2: the snippet raised something else.
@@ -88,8 +93,8 @@ class Checker(BaseModel):
     def _regex_compiles(cls, value: str | None) -> str | None:
         if value is not None:
             try:
-                re.compile(value)
-            except re.error as error:
+                regex.compile(value, regex.MULTILINE)
+            except regex.error as error:
                 raise ValueError(f"regex {value!r} does not compile: {error}") from None
         return value
 
@@ -127,7 +132,7 @@ class Checker(BaseModel):
         return "; ".join(parts) or "nothing"
 
 
-_OPENER = re.compile(r"[\[{]")
+_OPENER = regex.compile(r"[\[{]")
 
 
 def _span_end(text: str, start: int) -> int | None:
@@ -194,9 +199,22 @@ def check_json_fields(text: str, fields: tuple[str, ...]) -> CheckResult:
     return CheckResult(status="passed")
 
 
-def check_regex(text: str, pattern: str) -> CheckResult:
-    """Whether ``pattern`` matches somewhere in the response."""
-    if re.search(pattern, text, re.MULTILINE):
+def check_regex(text: str, pattern: str, timeout_s: float = REGEX_TIMEOUT_S) -> CheckResult:
+    """Whether ``pattern`` matches somewhere in the response; 'timeout' when the search runs
+    over ``timeout_s`` (catastrophic backtracking), 'error' when the pattern does not compile.
+
+    Blocking for up to about ``timeout_s``: async code calls it in a thread (`run_checker`).
+    """
+    try:
+        found = regex.search(pattern, text, regex.MULTILINE, timeout=timeout_s, concurrent=True)
+    except TimeoutError:
+        return CheckResult(
+            status="timeout",
+            detail=f"regex /{pattern}/ ran over {timeout_s:g} s (does it backtrack?)",
+        )
+    except regex.error as error:
+        return CheckResult(status="error", detail=f"regex /{pattern}/ does not compile: {error}")
+    if found:
         return CheckResult(status="passed")
     return CheckResult(status="failed", detail=f"no match for /{pattern}/")
 
@@ -247,7 +265,7 @@ async def run_checker(checker: Checker, text: str, *, trust_code: bool = True) -
         if not result.passed:
             return result
     if checker.regex is not None:
-        result = check_regex(text, checker.regex)
+        result = await asyncio.to_thread(check_regex, text, checker.regex)
         if not result.passed:
             return result
     if checker.python is not None:
