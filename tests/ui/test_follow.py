@@ -8,21 +8,28 @@ state is reached by writing, and every check waits for the state it names (never
 from __future__ import annotations
 
 import asyncio
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
 
-from spectui.config import Settings
+from spectui.app_setup import recorder
+from spectui.cli import main
+from spectui.commands.tui import broadcast_dir
+from spectui.config import Settings, live_dir, state_dir
 from spectui.core.events import TokenEvent, TokenOrigin
 from spectui.core.sessions.file import read_session
-from spectui.core.sessions.tail import FollowEngine, FollowOptions, FollowState
+from spectui.core.sessions.follow import FollowEngine
+from spectui.core.sessions.tail import FollowOptions, FollowState
+from spectui.ui.app import SpectuiApp
 from spectui.ui.follow_app import FollowApp, follow_engine
 from spectui.ui.screens.follow import FollowScreen
 from spectui.ui.widgets.metrics import MetricsPane
 from spectui.ui.widgets.tokens import TokenView
-from unit.sessions import record_capture
+from unit.sessions import CaptureEngine, record_capture
 
 SIZE = (120, 36)
 GIVE_UP_S = 60.0
@@ -228,3 +235,47 @@ async def test_a_proxy_record_folder_is_followed_past_its_workload_file(tmp_path
         await until(pilot, lambda: not screen.running, "its end")
         assert shown(screen.query_one(TokenView)) == tokens_of(source)
         assert screen.notes == []
+
+
+async def test_broadcast_records_each_run_into_the_live_dir_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    settings = Settings(broadcast=True)
+    live = broadcast_dir(settings, None)
+    assert live == tmp_path / "run" / "spectui" / "live"
+    assert stat.S_IMODE(live.stat().st_mode) == 0o700
+    assert stat.S_IMODE(live.parent.stat().st_mode) == 0o700
+    presenter = SpectuiApp(recorder(CaptureEngine(), settings, sessions_dir=live), settings)
+    async with presenter.run_test(size=SIZE) as pilot:
+        main = presenter.main_screen
+        assert main is not None
+        await until(pilot, lambda: main.state is not None and not main.running, "ready")
+        main.action_run()
+        await until(pilot, lambda: main.running, "running")
+        await until(pilot, lambda: not main.running, "run over")
+        assert f"broadcasting to {live}" in main.server.bar.note
+        assert f"broadcasting to {live}" in str(main.server.bar.render())
+    (session,) = live.iterdir()
+    assert stat.S_IMODE(session.stat().st_mode) == 0o600
+    follower = app_for(live)
+    async with follower.run_test(size=SIZE) as pilot:
+        screen = screen_of(follower)
+        await until(pilot, lambda: screen.follower.state is FollowState.FINISHED, "followed")
+        await until(pilot, lambda: not screen.running, "its end")
+        assert shown(screen.query_one(TokenView)) == tokens_of(session)
+
+
+def test_broadcast_without_a_runtime_dir_goes_under_the_state_dir(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    assert live_dir() == state_dir() / "live"
+
+
+def test_broadcast_and_record_together_is_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--broadcast", "--record", str(tmp_path / "x.jsonl")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["spectui: --broadcast records every run to the live folder: drop --record"]

@@ -120,7 +120,3 @@ def open_live_dir() -> Path:
         raise FollowArgsError(f"cannot broadcast to {folder}: {error.strerror}") from None
     return folder
 
-
-def broadcast_note(folder: Path) -> str:
-    """What the presenter's server bar says while it broadcasts."""
-    return f"broadcasting to {folder} · spectui follow --live"

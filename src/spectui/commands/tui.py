@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from spectui.app_setup import build_engine, recorder
 from spectui.commands.common import prompt_from_args
@@ -10,16 +11,31 @@ from spectui.config import Settings
 from spectui.core.engine.live import DemoModelMissingError
 
 
+def broadcast_dir(settings: Settings, record: Path | None) -> Path | None:
+    """The live folder when broadcasting (made owner-only), else None."""
+    if not settings.broadcast:
+        return None
+    from spectui.commands.follow import FollowArgsError, open_live_dir
+
+    if record is not None:
+        raise FollowArgsError("--broadcast records every run to the live folder: drop --record")
+    return open_live_dir()
+
+
 def run_tui_command(settings: Settings, args: argparse.Namespace) -> int:
     """Build the engine (all checks before any process starts), then run the app."""
     from spectui.ui.app import run_no_model, run_tui
 
     prompt = prompt_from_args(args)
+    path = getattr(args, "record", None)
+    live = broadcast_dir(settings, path)
     try:
         engine = build_engine(settings)
     except DemoModelMissingError as error:
         return run_no_model(settings, str(error))
     # Always wrapped, so the record key works; on from the start with the `record` setting.
-    path = getattr(args, "record", None)
+    if live is not None:  # --broadcast: every run into the live folder, for followers
+        wrapped = recorder(engine, settings, sessions_dir=live)
+        return run_tui(wrapped, settings, prompt=prompt, autorun=bool(args.run))
     wrapped = recorder(engine, settings, path=path, recording=settings.record or path is not None)
     return run_tui(wrapped, settings, prompt=prompt, autorun=bool(args.run))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
+from pathlib import Path
 from typing import ClassVar
 
 from textual.app import SystemCommand
@@ -70,6 +71,14 @@ class SpectuiApp(SpectuiBaseApp):
             MainScreen(self.engine, prompt, autorun=self.autorun, n_predict=self.settings.n_predict)
         )
         self.call_later(lambda: sync_recording(self.main_screen, self.engine))
+        if self.settings.broadcast and isinstance(self.engine, RecordingEngine):
+            self.call_later(self._note_broadcast, self.engine.sessions_dir)
+
+    def _note_broadcast(self, folder: Path) -> None:
+        """Say in the server bar that every run goes to ``folder`` for followers."""
+        if self.main_screen is not None:
+            note = f"broadcasting to {folder} · spectui follow --live"
+            self.main_screen.server.bar.set_note(note)
 
     @property
     def main_screen(self) -> MainScreen | None:

@@ -15,7 +15,8 @@ from textual.app import SystemCommand
 from textual.screen import Screen
 
 from spectui.config import Settings
-from spectui.core.sessions.tail import FollowEngine, FollowOptions, SessionFollower
+from spectui.core.sessions.follow import FollowEngine
+from spectui.core.sessions.tail import FollowOptions, SessionFollower
 from spectui.ui.app import SpectuiApp
 from spectui.ui.base_app import SpectuiBaseApp
 from spectui.ui.screens.follow import FollowScreen

@@ -22,13 +22,8 @@ from textual.worker import Worker, WorkerState
 
 from spectui.core.events import ServerState, ServerStateEvent
 from spectui.core.request import GenerationRequest
-from spectui.core.sessions.tail import (
-    FollowedRun,
-    FollowEngine,
-    FollowState,
-    SessionFollower,
-    short_path,
-)
+from spectui.core.sessions.follow import FollowEngine, short_path
+from spectui.core.sessions.tail import FollowedRun, FollowState, SessionFollower
 from spectui.ui.bridge import pump
 from spectui.ui.messages import TokensArrived
 from spectui.ui.screens.main import MainScreen

@@ -71,6 +71,8 @@ class ServerBar(Widget):
         self.cpu = ""
         """spectui's and the server's CPU from the latest sample: the observer's price."""
         self._cpu_shown = -CPU_REDRAW_S
+        self.note = ""
+        """A standing line about this spectui (where it broadcasts), after what the server is."""
 
     def set_state(self, state: ServerState, detail: str) -> None:
         self.state, self.detail = state, detail
@@ -93,6 +95,10 @@ class ServerBar(Widget):
         if (now := monotonic()) - self._cpu_shown >= CPU_REDRAW_S:
             self._cpu_shown = now
             self.refresh()
+
+    def set_note(self, note: str) -> None:
+        self.note = note
+        self.refresh()
 
     def set_info(self, info: ServerInfo) -> None:
         self.info = info
@@ -122,6 +128,8 @@ class ServerBar(Widget):
             text.append("  R retry · l log", self.get_component_rich_style("server--hint"))
         text.append("\n")
         text.append(describe(self.info), self.get_component_rich_style("server--info"))
+        if self.note:
+            text.append(f"  ⇉ {self.note}", self.get_component_rich_style("server--hint"))
         return text
 
 
