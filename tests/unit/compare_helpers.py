@@ -15,6 +15,7 @@ from spectui.core.compare.models import (
     Sampling,
 )
 from spectui.core.compare.store import BinaryInfo, CompareDocument, ModelInfo, ServerOptions
+from spectui.core.compare.textdiff import token_ends
 from spectui.core.engine.base import ServerInfo
 from spectui.core.events import (
     EngineEvent,
@@ -76,7 +77,11 @@ def record(
     status: str = "ok",
     warmup: bool = False,
     check_status: str | None = None,
+    tokens_text: list[str] | None = None,
 ) -> RunRecord:
+    """A finished run; ``tokens_text``: its tokens (the text is their concatenation)."""
+    if tokens_text is not None:
+        text = "".join(tokens_text)
     return RunRecord(
         seq=seq,
         config=config,
@@ -90,7 +95,9 @@ def record(
         total_ms=total_ms if status == "ok" else None,
         ttft_ms=100.0 if status == "ok" else None,
         text=text if status == "ok" else "",
-        token_ends=[len(text)] if status == "ok" else [],
+        token_ends=(token_ends(tokens_text) if tokens_text is not None else [len(text)])
+        if status == "ok"
+        else [],
         peak_rss_bytes=rss if status == "ok" else None,
         check_status=check_status,
     )

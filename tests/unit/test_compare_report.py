@@ -51,7 +51,9 @@ def test_medians_and_ranges() -> None:
     assert (cfg.min_total_ms, cfg.max_total_ms) == (400, 600)
     assert cfg.speedup_vs_baseline == pytest.approx(2.0)
     assert cfg.verdict == "keep"
-    assert cfg.reason.startswith("2.00x faster (1.67–2.50, 3 rounds, noise ±2%)")
+    # Its own runs swing ±37 %, yet it is faster in every round: a call, over a floor that
+    # pools both configs' changes (±12 %).
+    assert cfg.reason.startswith("2.00x faster (1.67–2.50, 3 rounds, noise ±12%)")
 
 
 def test_slower_is_dropped_with_the_reason() -> None:

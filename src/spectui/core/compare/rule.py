@@ -2,12 +2,18 @@
 
 - **Speed**: each round, a config's run of a prompt is paired with the baseline's run of that
   prompt in the same round; "faster" or "slower" only when the bootstrap interval of those paired
-  speedups clears the noise floor measured in the same comparison (see `stats`). Otherwise the
-  verdict is "inconclusive", with how many more rounds would settle it. A keep needs at least
-  `MIN_KEEP_ROUNDS` paired rounds.
+  speedups clears the noise floor measured in the same comparison on every config's runs (see
+  `stats`). Otherwise the verdict is "inconclusive", with how many more rounds would settle it;
+  "too noisy to call" when the config's own runs or the baseline's on that prompt change more
+  than `TOO_NOISY` between rounds. A keep needs at least `MIN_KEEP_ROUNDS` paired rounds.
 - **Memory** is a price, always shown ("+99 MiB, +28 %"); a config is dropped for it only when
   its extra peak exceeds the memory budget (`budget`).
-- **Correctness**: a changed answer at temperature 0, a failed checker or a server error drops it.
+- **Correctness**: a failed checker or a server error drops it. A changed answer at temperature
+  0 is judged by the prompt's checker when it passes it; otherwise by the baseline's odds at the
+  divergent token (`divergence`): at a near-tie it is a caveat shown with the verdict ("answer
+  differs from token 112, at a near-tie 0.41/0.40 — read both"), where the baseline was sure (or
+  unprobed) it drops the config. ``identical_answers`` (``--identical-answers``) restores the
+  strict rule: any changed answer drops it.
 - **TTFT** is judged apart: a config that wins overall but delays the first token beyond the
   noise says so in its verdict.
 """
@@ -36,8 +42,8 @@ def with_verdicts(plan: ComparePlan, rows: list[SummaryRow]) -> list[SummaryRow]
     for row in rows:
         base = None if row.config == baseline else base_rows[row.prompt]
         row = _with_memory(row, base, plan.memory_budget)
-        row = _with_speed_call(row)
-        verdict, reason = judge(row, base)
+        row = _with_speed_call(row, base)
+        verdict, reason = judge(row, base, strict=plan.identical_answers)
         if row.config in synthetic and verdict == "keep":
             # Forced acceptance shows what acceptance would buy, not what the type does.
             verdict, reason = "inconclusive", f"synthetic acceptance, not a result: {reason}"
@@ -68,7 +74,15 @@ def _with_memory(row: SummaryRow, base: SummaryRow | None, budget: MemoryBudget)
     )
 
 
-def _with_speed_call(row: SummaryRow) -> SummaryRow:
+def _spread(row: SummaryRow, base: SummaryRow | None) -> float | None:
+    """The largest round-to-round change behind this row: the comparison's floor, this config's
+    own on the prompt, the baseline's own on the prompt."""
+    values = [row.noise_floor, row.config_noise, base.config_noise if base else None]
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
+
+
+def _with_speed_call(row: SummaryRow, base: SummaryRow | None = None) -> SummaryRow:
     """Faster / slower / tie / unclear, from the interval against the noise floor."""
     if row.speedup_vs_baseline is None or row.speedup_low is None or row.speedup_high is None:
         return row
@@ -78,12 +92,18 @@ def _with_speed_call(row: SummaryRow) -> SummaryRow:
         need = max(2 - row.pairs, 1)
         return row.model_copy(update={"speed_call": "unclear", "rounds_needed": need})
     if noise > TOO_NOISY:
-        # Other load came and went: no interval means anything against a baseline this unsteady.
+        # Other load came and went: no interval means anything over runs this unsteady.
         return row.model_copy(update={"speed_call": "unclear", "rounds_needed": None})
     if row.speedup_low > 1 + noise:
         return row.model_copy(update={"speed_call": "faster"})
     if row.speedup_high < 1 / (1 + noise):
         return row.model_copy(update={"speed_call": "slower"})
+    spread = _spread(row, base)
+    if spread is not None and spread > TOO_NOISY:
+        # This config's own runs (or the baseline's on this prompt) swing too much for more
+        # rounds to settle anything: an interval that still clears the band despite them is a
+        # call (faster or slower in every round), one that does not is noise, not a ratio.
+        return row.model_copy(update={"speed_call": "unclear", "rounds_needed": None})
     # The median stands in for every value: only its distance from the band and n matter.
     values = [row.speedup_vs_baseline] * row.pairs
     extra = rounds_to_settle(values, (row.speedup_low, row.speedup_high), noise)
@@ -91,10 +111,10 @@ def _with_speed_call(row: SummaryRow) -> SummaryRow:
     return row.model_copy(update={"speed_call": call, "rounds_needed": extra})
 
 
-def judge(row: SummaryRow, base: SummaryRow | None) -> tuple[Verdict, str]:
+def judge(row: SummaryRow, base: SummaryRow | None, *, strict: bool = False) -> tuple[Verdict, str]:
     """The verdict for one config × prompt and its one-sentence reason (``base``: the baseline's
     row, None when ``row`` is the baseline's own). ``row`` carries its speed call and memory
-    price (`with_verdicts` fills them in)."""
+    price (`with_verdicts` fills them in). ``strict``: any changed answer drops it."""
     if base is None:
         return _judge_baseline(row)
     done = row.runs + row.failed >= row.planned and base.runs + base.failed >= base.planned
@@ -102,20 +122,36 @@ def judge(row: SummaryRow, base: SummaryRow | None) -> tuple[Verdict, str]:
         return "failed", f"all {row.failed} runs failed"
     if not done:
         return "pending", f"{row.runs + row.failed} of {row.planned} runs done"
-    faults = _faults(row, base)
+    faults = _faults(row, base, strict)
     speed = speed_text(row)
     price = memory_text(row)
-    over = _over_budget(row)
     if faults:
         return "drop", "; ".join(faults) + f" ({speed}, {price})"
+    verdict, reason = _judge_speed(row, base, speed, price)
+    note = row.divergence_note
+    if note and note not in reason:  # a keep names it in place of "same answers"
+        reason += f"; {note}"
+    return verdict, reason
+
+
+def _answers(row: SummaryRow) -> str:
+    if not row.compared:
+        return "answers not compared"
+    if row.identical == row.compared:
+        return "same answers"
+    return row.divergence_note or "answers differ"
+
+
+def _judge_speed(row: SummaryRow, base: SummaryRow, speed: str, price: str) -> tuple[Verdict, str]:
+    """The verdict of a correct config: memory, then speed."""
+    over = _over_budget(row)
     if over:
         return "drop", f"{speed}, but {over}"
     call = row.speed_call
     if call == "slower":
         return "drop", f"{speed}, {price}"
     if call == "faster":
-        same = "same answers" if row.compared else "answers not compared"
-        tail = f"{price}, {same}" + _ttft_note(row)
+        tail = f"{price}, {_answers(row)}" + _ttft_note(row)
         if row.pairs < MIN_KEEP_ROUNDS:
             more = MIN_KEEP_ROUNDS - row.pairs
             return "inconclusive", (
@@ -125,11 +161,9 @@ def judge(row: SummaryRow, base: SummaryRow | None) -> tuple[Verdict, str]:
         return "keep", f"{speed} for {tail}"
     if call == "tie":
         return "inconclusive", f"a tie: {speed}, {price}"
-    if call == "unclear" and row.noise_floor is not None and row.noise_floor > TOO_NOISY:
-        return "inconclusive", (
-            f"too noisy to call: {speed}, {price} — the baseline itself changed "
-            f"±{row.noise_floor:.0%} between rounds (other load on the machine?)"
-        )
+    noisy = _noisy_text(row, base)
+    if call == "unclear" and noisy:
+        return "inconclusive", f"too noisy to call: {speed}, {price} — {noisy}"
     if call == "unclear":
         more = row.rounds_needed or 1
         return "inconclusive", (
@@ -138,8 +172,23 @@ def judge(row: SummaryRow, base: SummaryRow | None) -> tuple[Verdict, str]:
     return "inconclusive", f"{speed}, {price}"
 
 
-def _faults(row: SummaryRow, base: SummaryRow) -> list[str]:
-    """Correctness: errors, failed checkers, changed answers (each drops the config)."""
+def _noisy_text(row: SummaryRow, base: SummaryRow) -> str | None:
+    """Whose runs were too unsteady to call, or None."""
+    spread = _spread(row, base)
+    if spread is None or spread <= TOO_NOISY:
+        return None
+    if spread == row.config_noise:
+        whose = "this config's own runs"
+    elif spread == base.config_noise:
+        whose = "the baseline's runs"
+    else:
+        whose = "the runs"
+    return f"{whose} changed ±{spread:.0%} between rounds (other load on the machine?)"
+
+
+def _faults(row: SummaryRow, base: SummaryRow, strict: bool = False) -> list[str]:
+    """Correctness: errors, failed checkers, changed answers that nothing vouches for (each
+    drops the config); ``strict``: every changed answer."""
     faults: list[str] = []
     if row.failed > base.failed:
         faults.append(f"{row.failed} of {row.planned} runs failed")
@@ -148,9 +197,15 @@ def _faults(row: SummaryRow, base: SummaryRow) -> list[str]:
             f"checker failed on {row.check_failures} of {row.checked} runs "
             f"(baseline: {base.check_failures} of {base.checked})"
         )
-    if row.compared > row.identical:
+    changed = row.compared - row.identical
+    if strict and changed:
         faults.append(
-            f"{row.compared - row.identical} of {row.compared} answers differ from the baseline "
+            f"{changed} of {row.compared} answers differ from the baseline "
+            f"({row.first_divergence}; identical answers asked)"
+        )
+    elif row.divergent_changes:
+        faults.append(
+            f"{row.divergent_changes} of {row.compared} answers differ from the baseline "
             f"({row.first_divergence})"
         )
     return faults

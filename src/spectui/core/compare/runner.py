@@ -26,6 +26,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from spectui.core.compare.checkers import CheckResult, run_checker
+from spectui.core.compare.divergence import Answer, ProbeError, Prober, explained, pending
 from spectui.core.compare.models import (
     CompareConfig,
     CompareJob,
@@ -155,6 +156,7 @@ class CompareRunner:
         trust_code: bool = False,
         running: CompareConfig | None = None,
         new_session: bool = True,
+        probe: Prober | None = None,
     ) -> None:
         """``running``: the config ``engine``'s server already runs (a racing tune hands one
         engine from round to round); ``new_session``: this invocation is a new session (False
@@ -185,6 +187,9 @@ class CompareRunner:
         """The server died during the latest run."""
         self._broken: dict[str, str] = {}
         """Configs the server could not start with -> why (their runs are recorded as failed)."""
+        self._prober = probe
+        """Asks the baseline's server for its candidates where an answer changed (None: no
+        probes; changed answers then stay unexplained, and count as divergent)."""
 
     @property
     def current(self) -> CompareConfig | None:
@@ -235,6 +240,8 @@ class CompareRunner:
             if job.config not in self._broken and (
                 self._current is None or self._current.name != job.config
             ):
+                if self._current is not None and self._current.is_baseline:
+                    await self._probe_divergences()  # the baseline's server, before it goes
                 async for event in self._switch(config, job):
                     yield event
             yield RunStarting(job=job)
@@ -250,11 +257,52 @@ class CompareRunner:
             self.pending.remove(job)
             document = self.save()
             yield RunFinished(record=document.runs[-1], done=self.done, total=self.total)
+        async for event in self._probe_at_end():
+            yield event
         yield CompareFinished(document=self.save())
 
-    async def _switch(self, config: CompareConfig, job: CompareJob) -> AsyncIterator[CompareEvent]:
+    async def _probe_at_end(self) -> AsyncIterator[CompareEvent]:
+        """Probe what is still unexplained, on the baseline's server (restarted if need be)."""
+        if self._prober is None:
+            return
+        self.records = explained(self.plan, self.records, {})  # earlier probes' answers
+        left = pending(self.plan, self.records)
+        if not left:
+            return
+        baseline = self.plan.baseline
+        if self._current is None or self._current.name != baseline.name:
+            after = CompareJob(
+                seq=self.total, round=self.plan.reps, config=baseline.name, prompt="", segment=-1
+            )
+            async for event in self._switch(baseline, after, reason="divergence probes"):
+                yield event
+        if self._current is not None and self._current.is_baseline:
+            await self._probe_divergences()
+        else:
+            why = "the baseline's server did not start for the probe"
+            self.records = explained(self.plan, self.records, {r.key: why for r in left})
+        self.save()
+
+    async def _probe_divergences(self) -> None:
+        """Fill in the baseline's candidates at each unexplained divergence (untimed, between
+        runs; the server runs the baseline config)."""
+        if self._prober is None:
+            return
+        answers: dict[tuple[str, str, bool], Answer] = {}
+        for request in pending(self.plan, self.records):
+            try:
+                answers[request.key] = await self._prober.top_candidates(request)
+            except ProbeError as error:
+                answers[request.key] = str(error)
+        self.records = explained(self.plan, self.records, answers)
+
+    async def _switch(
+        self, config: CompareConfig, job: CompareJob, *, reason: str = ""
+    ) -> AsyncIterator[CompareEvent]:
         """(Re)start the server with ``config``; on failure mark the config broken."""
-        if not self._started:
+        if reason:
+            pass
+        elif not self._started:
             reason = "first start" if not self.records else "resumed"
         elif self._died:
             reason = "server exited during a run"

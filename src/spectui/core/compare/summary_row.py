@@ -75,14 +75,17 @@ class SummaryRow(BaseModel):
     speedup_high: float | None = None
     """High end of that interval."""
     noise_floor: float | None = None
-    """The baseline's own round-to-round change in this comparison (0.03: ±3 %); None until two
-    rounds are in. Speed calls must clear it."""
+    """The typical round-to-round change of every config's runs in this comparison, pooled over
+    configs and prompts (0.03: ±3 %); None until two rounds are in. Speed calls must clear it."""
+    config_noise: float | None = None
+    """This config's own round-to-round change on this prompt (None: fewer than two rounds).
+    Above `stats.TOO_NOISY` here or in the baseline's row of the prompt: too noisy to call."""
     ttft_low: float | None = None
     """Low end of the bootstrap interval of the paired TTFT ratio (above 1: slower first token)."""
     ttft_high: float | None = None
     """High end of that interval."""
     ttft_noise_floor: float | None = None
-    """The baseline's round-to-round TTFT change (as ``noise_floor``, for the first token)."""
+    """The round-to-round TTFT change (as ``noise_floor``, for the first token)."""
     speed_call: Literal["faster", "slower", "unclear", "tie"] | None = None
     """What the interval says against the noise floor (None for the baseline or no pairs)."""
     rounds_needed: int | None = None
@@ -101,6 +104,17 @@ class SummaryRow(BaseModel):
     """Runs compared with the baseline."""
     first_divergence: str | None = None
     """Where the first differing run diverged, in one line."""
+    near_tie_changes: int = 0
+    """Changed answers that diverged at a near-tie of the baseline's (and no checker vouched for
+    them): a caveat, not a drop (unless the plan asks for identical answers)."""
+    divergent_changes: int = 0
+    """Changed answers that diverged where the baseline was sure, or were not probed, and no
+    checker vouched for them: they drop the config."""
+    vouched_changes: int = 0
+    """Changed answers the prompt's checker passed: correct by the prompt's own test."""
+    divergence_note: str | None = None
+    """The caveat shown with the verdict for a changed answer that does not drop the config:
+    "answer differs from token 112, at a near-tie 0.41/0.40 — read both"."""
     check_failures: int = 0
     """Runs whose checker did not pass."""
     checked: int = 0

@@ -15,7 +15,7 @@ from spectui.core.compare.models import ComparePlan, RunRecord
 from spectui.core.compare.rule import MIN_KEEP_ROUNDS, judge, memory_text, speed_text, with_verdicts
 from spectui.core.compare.stats import bootstrap_interval, noise_floor
 from spectui.core.compare.summary_row import SummaryRow, Verdict
-from spectui.core.compare.textdiff import first_divergence
+from spectui.core.compare.textdiff import first_divergence, keep_evidence
 
 __all__ = [
     "MIN_KEEP_ROUNDS",
@@ -48,13 +48,24 @@ def annotate(plan: ComparePlan, records: Sequence[RunRecord]) -> list[RunRecord]
         if not record.ok or ref is None:
             out.append(_uncompared(record))
             continue
-        divergence = first_divergence(ref.text, record.text, ref.token_ends)
+        divergence = first_divergence(
+            ref.text, record.text, ref.token_ends, response_token_ends=record.token_ends
+        )
+        # A probe's result (the baseline's candidates there) stays while the place is the same.
+        divergence = keep_evidence(record.divergence, divergence)
         out.append(
             record.model_copy(
                 update={"identical_to_baseline": divergence is None, "divergence": divergence}
             )
         )
     return out
+
+
+def reference_text(plan: ComparePlan, records: Sequence[RunRecord], record: RunRecord) -> str:
+    """The baseline text ``record`` was compared with ('' when none): what a probe continues."""
+    refs = [r for r in records if r.config == plan.baseline.name and r.ok]
+    ref = _reference(record, refs, record.config == plan.baseline.name)
+    return ref.text if ref is not None else ""
 
 
 def _uncompared(record: RunRecord) -> RunRecord:
@@ -114,7 +125,11 @@ def summarise(plan: ComparePlan, records: Sequence[RunRecord]) -> list[SummaryRo
                 if r.config == baseline and r.prompt == prompt.key and r.ok
             }
             row = _row(plan, config.name, prompt.key, mine, base, config.is_baseline)
-            update: dict[str, object] = {"noise_floor": noise, "ttft_noise_floor": ttft_noise}
+            update: dict[str, object] = {
+                "noise_floor": noise,
+                "ttft_noise_floor": ttft_noise,
+                "config_noise": noise_floor([_series(mine, _throughput)]),
+            }
             if not config.is_baseline:
                 update.update(_intervals(mine, base))
             rows.append(row.model_copy(update=update))
@@ -124,15 +139,19 @@ def summarise(plan: ComparePlan, records: Sequence[RunRecord]) -> list[SummaryRo
 def _noise(
     plan: ComparePlan, counted: list[RunRecord], get: Callable[[RunRecord], float | None]
 ) -> float | None:
-    """The baseline against itself across rounds, pooled over prompts (see `stats`)."""
-    series = []
-    for prompt in plan.prompts:
-        runs = sorted(
-            (r for r in counted if r.config == plan.baseline.name and r.prompt == prompt.key),
-            key=lambda r: r.round,
-        )
-        series.append(_values([r for r in runs if r.ok], get))
+    """Every config against itself across rounds, pooled over configs and prompts (see
+    `stats`): a noisy candidate is noise too, not only a noisy baseline."""
+    series = [
+        _series([r for r in counted if r.config == c.name and r.prompt == p.key], get)
+        for c in plan.configs
+        for p in plan.prompts
+    ]
     return noise_floor(series)
+
+
+def _series(runs: list[RunRecord], get: Callable[[RunRecord], float | None]) -> list[float]:
+    """The values of one config × prompt's successful runs, in round order."""
+    return _values(sorted((r for r in runs if r.ok), key=lambda r: r.round), get)
 
 
 def _intervals(mine: list[RunRecord], base: dict[int, RunRecord]) -> dict[str, object]:
@@ -179,6 +198,12 @@ def _row(
     speed = _stats(speedups)
     compared = [r for r in ok if r.identical_to_baseline is not None]
     differing = [r for r in compared if not r.identical_to_baseline]
+    # Correctness of a changed answer: the prompt's checker when it passed it; else the
+    # baseline's own odds at the divergent token (`divergence`).
+    vouched = [r for r in differing if r.check_status == "passed"]
+    unvouched = [r for r in differing if r.check_status != "passed"]
+    near_ties = [r for r in unvouched if r.divergence and r.divergence.kind == "near-tie"]
+    divergent = [r for r in unvouched if not (r.divergence and r.divergence.kind == "near-tie")]
     checked = [r for r in ok if r.check_status not in (None, "skipped")]  # skipped: not run
     row = SummaryRow(
         config=config,
@@ -222,13 +247,35 @@ def _row(
         pairs=0 if is_baseline else len(speedups),
         identical=len(compared) - len(differing),
         compared=len(compared),
-        first_divergence=differing[0].divergence.short()
-        if differing and differing[0].divergence
-        else None,
+        first_divergence=_first(divergent or differing),
+        near_tie_changes=len(near_ties),
+        divergent_changes=len(divergent),
+        vouched_changes=len(vouched),
+        divergence_note=divergence_note(near_ties, vouched),
         check_failures=sum(1 for r in checked if r.check_status != "passed"),
         checked=len(checked),
     )
     return row
+
+
+def _first(records: list[RunRecord]) -> str | None:
+    d = records[0].divergence if records else None
+    return d.short() if d is not None else None
+
+
+def divergence_note(near_ties: list[RunRecord], vouched: list[RunRecord]) -> str | None:
+    """The caveat of changed answers that do not drop: where they differ, and why they may
+    stand ("answer differs from token 112, at a near-tie 0.41/0.40 — read both")."""
+    parts = []
+    for records, label in ((near_ties, "near-tie"), (vouched, "checked")):
+        d = records[0].divergence if records else None
+        if d is None:
+            continue
+        where = f"token {d.token}" if d.token is not None else f"char {d.char}"
+        more = f" ({len(records)} runs)" if len(records) > 1 else ""
+        why = f"at a near-tie{d.odds()}" if label == "near-tie" else "but passes its checker"
+        parts.append(f"answer differs from {where}{more}, {why}")
+    return "; ".join(parts) + " — read both" if parts else None
 
 
 def report_rows(plan: ComparePlan, records: Sequence[RunRecord]) -> list[SummaryRow]:
