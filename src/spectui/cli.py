@@ -122,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
     from spectui.commands.tune import add_tune_parser
 
     add_tune_parser(commands, _launch_options)
+    # The decision rule's one option, the same flag for both (tune reads args.identical_answers).
+    from spectui.commands.compare import add_identical_answers_flag
+
+    add_identical_answers_flag(commands.choices["tune"])
     add_watch_parser(commands)
     from spectui.commands.follow import add_follow_parser
     from spectui.commands.share import add_share_parser

@@ -46,3 +46,44 @@ def test_a_bad_memory_budget_is_one_line(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 2
     assert err.count("\n") == 0
     assert err.startswith("spectui: --memory-budget 'plenty': give a size like 512MiB")
+
+
+async def test_identical_answers_is_in_the_plan_and_a_resume_rejudges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spectui.core.compare.textdiff import TokenProb
+
+    from .compare_helpers import ScriptedEngine
+
+    class Changing(FakeSetup):
+        def engine(self, spec: object) -> ScriptedEngine:
+            engine = super().engine(spec)  # type: ignore[arg-type]
+            engine.answers = {"none": "it is forty two", "ngram-simple": "it is Forty two"}
+            return engine
+
+    class NearTie:
+        async def top_candidates(self, request: object) -> list[TokenProb]:
+            return [TokenProb(token="forty ", prob=0.41), TokenProb(token="Forty ", prob=0.40)]
+
+    setup = Changing()
+    monkeypatch.setattr(compare_command, "compare_setup", lambda settings, **_: setup)
+    monkeypatch.setattr(compare_command, "divergence_prober", lambda engine: NearTie())
+    out = tmp_path / "r.json"
+    args = argparse.Namespace(
+        no_chart=True, configs=["ngram-simple"], prompts="builtin:two-lines", reps=1, json_out=out
+    )
+    await compare_command._compare(Settings(), args)
+    doc = load_document(out)
+    assert doc.plan.identical_answers is False
+    row = next(r for r in doc.summary if r.config == "ngram-simple")
+    assert row.near_tie_changes == 1 and "at a near-tie 0.41/0.40 — read both" in row.reason
+    assert row.verdict != "drop"
+
+    runs = len(doc.runs)
+    args = argparse.Namespace(no_chart=True, resume=out, identical_answers=True)
+    await compare_command._compare(Settings(), args)
+    doc = load_document(out)
+    assert doc.plan.identical_answers is True
+    row = next(r for r in doc.summary if r.config == "ngram-simple")
+    assert row.verdict == "drop" and "identical answers asked" in row.reason
+    assert len(doc.runs) == runs  # re-judged, nothing re-run

@@ -28,6 +28,7 @@ from spectui.core.errors import SpectuiError
 from spectui.lifecycle import run_guarded
 
 if TYPE_CHECKING:
+    from spectui.core.compare.divergence import Prober
     from spectui.core.compare.setup import CompareSetup
     from spectui.core.compare.store import CompareDocument
 
@@ -87,6 +88,7 @@ def add_compare_options(parser: argparse.ArgumentParser) -> None:
         help="with --resume: run the results file's python checkers (they execute code; "
         "without this flag they are skipped)",
     )
+    add_identical_answers_flag(group)
     group.add_argument(
         "--no-chart", action="store_true", dest="no_chart", help="skip the final chart"
     )
@@ -94,6 +96,18 @@ def add_compare_options(parser: argparse.ArgumentParser) -> None:
         "--tui",
         action="store_true",
         help="show the comparison in the TUI (table filling in, responses and their diff)",
+    )
+
+
+def add_identical_answers_flag(group: argparse._ActionsContainer) -> None:
+    """``--identical-answers``: the strict rule (compare and tune)."""
+    group.add_argument(
+        "--identical-answers",
+        action="store_true",
+        dest="identical_answers",
+        help="drop a config for any answer that differs from the baseline's at temperature 0 "
+        "(default: a change at a near-tie of the baseline's is a caveat, and a prompt's "
+        "checker decides correctness where it has one); with --resume: re-judge",
     )
 
 
@@ -133,6 +147,7 @@ def _new_document(
         reps=getattr(args, "reps", None) or DEFAULT_REPS,
         sampling=sampling,
         memory_budget=budget,
+        identical_answers=bool(getattr(args, "identical_answers", False)),
     )
     return CompareDocument.new(
         plan, binary=setup.binary_info, model=setup.model_info, server=setup.server
@@ -174,6 +189,10 @@ async def _compare(settings: Settings, args: argparse.Namespace) -> int:
             document = document.model_copy(
                 update={"plan": document.plan.model_copy(update={"memory_budget": budget})}
             )
+        if getattr(args, "identical_answers", False):
+            document = document.model_copy(
+                update={"plan": document.plan.model_copy(update={"identical_answers": True})}
+            )
         if document.complete:
             print(f"spectui: {resume} is already complete; nothing to resume", file=sys.stderr)
         setup = _resumed_setup(settings, document)
@@ -201,7 +220,12 @@ async def _compare(settings: Settings, args: argparse.Namespace) -> int:
         folder = record_dir if record_dir is not None else settings.sessions_dir
         engine = recorder(engine, settings, sessions_dir=folder)
     runner = CompareRunner(
-        engine, document, outputs=outputs, on_save=exports.write, trust_code=trust_code
+        engine,
+        document,
+        outputs=outputs,
+        on_save=exports.write,
+        trust_code=trust_code,
+        probe=divergence_prober(engine),
     )
     print(
         f"spectui: results in {outputs[0]} (if interrupted: spectui compare --resume {outputs[0]})",
@@ -243,6 +267,14 @@ async def _compare(settings: Settings, args: argparse.Namespace) -> int:
                 )
 
 
+def divergence_prober(engine: Engine) -> Prober:
+    """Probes for changed answers, sent to ``engine``'s server (compare launches its own, so
+    no API key; the URL is read at each probe, after any restart)."""
+    from spectui.core.compare.divergence import HttpProber
+
+    return HttpProber(lambda: engine.info.url)
+
+
 def _note_skipped_checkers(document: CompareDocument, source: Path) -> None:
     """One line on stderr when the plan's Python checkers will not run (untrusted file)."""
     count = sum(1 for p in document.plan.prompts if p.check is not None and p.check.runs_code)
@@ -276,4 +308,9 @@ def run_compare(settings: Settings, args: argparse.Namespace) -> int:
     return asyncio.run(_compare(settings, args))
 
 
-__all__: Sequence[str] = ("add_compare_options", "run_compare")
+__all__: Sequence[str] = (
+    "add_compare_options",
+    "add_identical_answers_flag",
+    "divergence_prober",
+    "run_compare",
+)
