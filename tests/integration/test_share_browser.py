@@ -1,0 +1,350 @@
+"""`spectui share` in a real browser: headless Chromium (Debian's ``chromium``), driven over the
+DevTools protocol (a websocket, aiohttp's client), against a real `spectui share` process.
+
+The page opens, a follower process starts under the share (and no llama-server), its screenshot
+shows the token pane with the accepted-draft colour over several lines of tokens, closing the
+tab ends the process; the viewer limit holds; a share beyond loopback refuses requests without
+its token. Locally the test skips when Chromium is missing; under CI=true it fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import tomllib
+import zlib
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import psutil
+import pytest
+
+from unit.sessions import record_capture
+
+ROOT = Path(__file__).resolve().parents[2]
+GIVE_UP_S = 90.0
+"""A hang guard only: every wait ends as soon as its state is reached."""
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--remote-debugging-port=0", "--window-size=1280,900",
+]  # fmt: skip
+
+
+def _missing(what: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} — CI must install it (.ci/run does)")
+    pytest.skip(what)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def until(check: Callable[[], Any], what: str) -> Any:
+    deadline = time.monotonic() + GIVE_UP_S
+    while not (value := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        await asyncio.sleep(0.05)
+    return value
+
+
+# -- a PNG reader (Chromium's screenshots: 8-bit RGB/RGBA, not interlaced) ----------------------
+
+
+def png_pixels(data: bytes) -> tuple[int, int, list[bytes], int]:
+    """Width, height, the unfiltered rows, and bytes per pixel."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width, height, bpp = 8, b"", 0, 0, 0
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        pos += 12 + length
+        if kind == b"IHDR":
+            width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            assert depth == 8 and interlace == 0 and colour in (2, 6), (depth, colour)
+            bpp = 3 if colour == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    rows: list[bytes] = []
+    previous = bytearray(stride)
+    for y in range(height):
+        kind, line = (
+            raw[y * (stride + 1)],
+            bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)]),
+        )
+        for x in range(stride):
+            left = line[x - bpp] if x >= bpp else 0
+            up = previous[x]
+            corner = previous[x - bpp] if x >= bpp else 0
+            if kind == 1:
+                line[x] = (line[x] + left) & 0xFF
+            elif kind == 2:
+                line[x] = (line[x] + up) & 0xFF
+            elif kind == 3:
+                line[x] = (line[x] + (left + up) // 2) & 0xFF
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                pred = left if pa <= pb and pa <= pc else up if pb <= pc else corner
+                line[x] = (line[x] + pred) & 0xFF
+        rows.append(bytes(line))
+        previous = line
+    return width, height, rows, bpp
+
+
+def rows_with_colour(png: bytes, colour: str, tolerance: int = 3) -> list[int]:
+    """The pixel rows in which at least 8 pixels have ``colour`` ('#rrggbb')."""
+    want = bytes.fromhex(colour.lstrip("#"))
+    width, _, rows, bpp = png_pixels(png)
+    found = []
+    for y, row in enumerate(rows):
+        hits = 0
+        for x in range(0, width * bpp, bpp):
+            if all(abs(row[x + i] - want[i]) <= tolerance for i in range(3)):
+                hits += 1
+                if hits >= 8:
+                    found.append(y)
+                    break
+    return found
+
+
+# -- DevTools protocol --------------------------------------------------------------------------
+
+
+class DevTools:
+    """One websocket to the browser; commands by id, to the browser or to an attached page."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.ws = ws
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        async for message in self.ws:
+            payload = json.loads(message.data)
+            future = self._waiting.pop(payload.get("id", -1), None)
+            if future is not None and not future.done():
+                future.set_result(payload)
+
+    async def send(self, method: str, session: str | None = None, **params: Any) -> Any:
+        ident = next(self._ids)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._waiting[ident] = future
+        message: dict[str, Any] = {"id": ident, "method": method, "params": params}
+        if session is not None:
+            message["sessionId"] = session
+        await self.ws.send_str(json.dumps(message))
+        reply = await asyncio.wait_for(future, GIVE_UP_S)
+        if "error" in reply:
+            raise AssertionError(f"{method}: {reply['error']}")
+        return reply.get("result", {})
+
+    async def open(self, url: str) -> tuple[str, str]:
+        """A new tab at ``url``: its target id and an attached session."""
+        target = (await self.send("Target.createTarget", url=url))["targetId"]
+        session = (await self.send("Target.attachToTarget", targetId=target, flatten=True))[
+            "sessionId"
+        ]
+        await self.send("Page.enable", session)
+        return target, session
+
+    async def text(self, session: str) -> str:
+        result = await self.send(
+            "Runtime.evaluate", session, expression="document.body ? document.body.innerText : ''"
+        )
+        return str(result["result"].get("value", ""))
+
+    async def screenshot(self, session: str) -> bytes:
+        import base64
+
+        return base64.b64decode((await self.send("Page.captureScreenshot", session))["data"])
+
+    async def aclose(self) -> None:
+        self._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._reader
+        await self.ws.close()
+
+
+@contextlib.asynccontextmanager
+async def chromium(tmp_path: Path) -> AsyncIterator[DevTools]:
+    binary = shutil.which("chromium")
+    if binary is None:
+        _missing("Debian's chromium is not installed (apt-get install chromium)")
+    profile = tmp_path / "chromium-profile"
+    proc = await asyncio.create_subprocess_exec(
+        binary,  # type: ignore[arg-type]
+        *CHROMIUM_FLAGS,
+        f"--user-data-dir={profile}",
+        "about:blank",
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        active = profile / "DevToolsActivePort"
+        await until(lambda: active.exists() and len(active.read_text().split()) == 2, "DevTools")
+        port, path = active.read_text().split()
+        async with aiohttp.ClientSession() as http:
+            ws = await http.ws_connect(f"ws://127.0.0.1:{port}{path}", max_msg_size=0)
+            tools = DevTools(ws)
+            try:
+                yield tools
+            finally:
+                await tools.aclose()
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), 30)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+
+
+@contextlib.contextmanager
+def share(folder: Path, listen: str, *extra: str) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spectui.cli", "share", str(folder), "--listen", listen, *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def followers(share_proc: subprocess.Popen[str]) -> list[psutil.Process]:
+    """The share's follower processes (alive, not zombies)."""
+    found = []
+    with contextlib.suppress(psutil.NoSuchProcess):
+        for child in psutil.Process(share_proc.pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if child.status() != psutil.STATUS_ZOMBIE and "follow" in child.cmdline():
+                    found.append(child)
+    return found
+
+
+def get(url: str) -> tuple[int, str]:
+    """Status and body of a GET (0 when nothing listens yet); never through a proxy."""
+    import urllib.error
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=30) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+    except urllib.error.URLError:
+        return 0, ""
+
+
+def accepted_background() -> str:
+    theme = tomllib.loads((ROOT / "themes" / "spectui-dark.toml").read_text())
+    return str(theme["variables"]["spec-accepted-background"])
+
+
+async def test_share_in_a_real_browser(tmp_path: Path) -> None:
+    live = tmp_path / "live"
+    live.mkdir()
+    await record_capture(live / "20260101-100000-custom-ngram-simple.jsonl")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    async with chromium(tmp_path) as browser:
+        with share(live, f"127.0.0.1:{port}", "--max-viewers", "1") as proc:
+            await until(lambda: get(url)[0] == 200, "the share listening")
+            assert followers(proc) == [], "no viewer yet, no process"
+
+            target, session = await browser.open(url)
+            (viewer,) = await until(lambda: followers(proc), "a follower process for the tab")
+            assert str(live) in viewer.cmdline()
+            assert not any(
+                "llama-server" in p.name() for p in psutil.Process(proc.pid).children(True)
+            )
+            colour = accepted_background()
+            shots: list[bytes] = []
+
+            async def tokens_drawn() -> bool:
+                shot = await browser.screenshot(session)
+                shots.append(shot)
+                # The legend has one line in that colour; tokens fill several more.
+                return len(rows_with_colour(shot, colour)) >= 60
+
+            deadline = time.monotonic() + GIVE_UP_S
+            while not await tokens_drawn():
+                assert time.monotonic() < deadline, "the token pane never showed accepted drafts"
+                await asyncio.sleep(0.5)
+            keep = os.environ.get("KEEP_SHARE_SCREENSHOT")  # to look at it: a path for the PNG
+            await asyncio.to_thread(Path(keep or tmp_path / "share.png").write_bytes, shots[-1])
+
+            # The limit: a second tab gets the page saying so, and no process.
+            status, page = get(url)
+            assert status == 503 and "viewer places are taken" in page
+            second, second_session = await browser.open(url)
+            deadline = time.monotonic() + GIVE_UP_S
+            while "viewer places are taken" not in await browser.text(second_session):
+                assert time.monotonic() < deadline, "the second tab never said the share is full"
+                await asyncio.sleep(0.2)
+            assert len(followers(proc)) == 1
+            await browser.send("Target.closeTarget", targetId=second)
+
+            # Closing the tab ends its follower.
+            await browser.send("Target.closeTarget", targetId=target)
+            await until(lambda: not viewer.is_running() or viewer.status() == "zombie", "exit")
+            await until(lambda: followers(proc) == [], "no follower left")
+        assert proc.returncode is not None
+
+
+def test_a_share_beyond_loopback_needs_its_token(tmp_path: Path) -> None:
+    live = tmp_path / "live"
+    live.mkdir()
+    port = free_port()
+    with share(live, f"0.0.0.0:{port}") as proc:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        token_url = line.split(" open ", 1)[1].split(" ", 1)[0]
+        assert token_url.startswith(f"http://0.0.0.0:{port}/") and len(token_url) > 40
+        local = token_url.replace("0.0.0.0", "127.0.0.1")
+        deadline = time.monotonic() + GIVE_UP_S
+        while get(local)[0] != 200:
+            assert time.monotonic() < deadline, "the share never answered"
+            time.sleep(0.1)
+        status, page = get(f"http://127.0.0.1:{port}/")
+        assert status == 403 and "token" in page
+        assert get(f"http://127.0.0.1:{port}/ws")[0] == 403
+        assert get(f"http://127.0.0.1:{port}/static/js/textual.js")[0] == 403
+        token = local.rstrip("/").rsplit("/", 1)[1]
+        assert get(f"http://127.0.0.1:{port}/{token[:-1]}x/")[0] == 403  # a near miss
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    assert "warning: sharing beyond this machine on 0.0.0.0" in err
+    assert token not in err, "the token goes to stdout only"
