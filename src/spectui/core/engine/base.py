@@ -51,6 +51,12 @@ class ServerInfo(BaseModel):
     """Whether spec switching is possible (launched, or a local server that may be adopted)."""
     needs_adopt: bool = False
     """Switching would restart a process spectui did not start: ask the user first."""
+    owner: str | None = None
+    """The user an attached server's process runs as, when it is not spectui's own user (only
+    root may adopt it, after a question naming the owner and the executable)."""
+    dropped_env: tuple[str, ...] = ()
+    """The attached process's code-injection variables (LD_PRELOAD, ...) an adoption would not
+    carry over."""
     synthetic_acceptance: bool = False
     """The binary lists ``--spec-synth-len``: acceptance can be forced for a demonstration."""
 

@@ -150,6 +150,8 @@ class LiveEngine:
             pid=attached.pid if attached else None,
             can_switch=bool(attached and attached.can_adopt),
             needs_adopt=bool(attached and attached.can_adopt),
+            owner=attached.owner if attached and attached.foreign else None,
+            dropped_env=attached.dropped_env if attached else (),
         )
 
     @property
@@ -203,12 +205,14 @@ class LiveEngine:
     async def _adopt(self, spec: SpecConfig, confirmed: bool) -> EventStream:
         attached = self._attached
         if attached is None or not attached.can_adopt:
-            yield ServerStateEvent(
-                state=ServerState.FAILED,
-                detail="switching spec types needs a server on this machine whose process "
-                "spectui can see",
-                refused=True,
+            detail = (
+                f"pid {attached.pid} belongs to {attached.owner}: spectui adopts only its own "
+                "user's processes"
+                if attached is not None and attached.foreign
+                else "switching spec types needs a server on this machine whose process "
+                "spectui can see"
             )
+            yield ServerStateEvent(state=ServerState.FAILED, detail=detail, refused=True)
             return
         if not confirmed:
             yield ServerStateEvent(
@@ -290,7 +294,7 @@ class LiveEngine:
         self._attached = attached
         self._client = attached.client
         self._model = attached.props.model_alias or attached.props.model_path
-        if attached.exe is not None:
+        if attached.exe is not None and attached.trusted:  # never another user's --help
             with contextlib.suppress(SpectuiError):
                 self._caps = await asyncio.to_thread(
                     probe_capabilities, attached.exe, self._dirs.caps_cache

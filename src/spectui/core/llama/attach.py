@@ -4,6 +4,13 @@ Attaching only reads: /props, /slots and /metrics, each optional. When the serve
 machine, its process is found by the port it listens on, which gives its command line; adopting
 then stops that process and relaunches the same command line with other spec flags as a
 `ManagedServer`, which spectui owns from then on.
+
+Trust: only a process of spectui's own user is `trusted` — its ``--help`` may be run and it may be
+adopted once the user confirms. Another user's process is never probed nor adopted, except when
+spectui runs as root and the user confirmed a question naming its owner and executable. The
+relaunch does not carry over the process's loader and interpreter injection variables
+(`INJECTION_ENV`: ``LD_PRELOAD``, ``LD_LIBRARY_PATH``, ``PYTHONPATH``, ...): spectui's own
+environment applies to them, so a user who needs one sets it for spectui (``keep_env`` keeps them).
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import os
 import socket
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -27,6 +35,27 @@ from spectui.core.llama.server import START_TIMEOUT_S, STOP_GRACE_S, ManagedServ
 from spectui.core.llama.specconfig import SpecConfig, replace_spec_args
 
 _WILDCARDS = {"0.0.0.0", "::", ""}
+
+INJECTION_ENV = frozenset(
+    {
+        "GLIBC_TUNABLES", "GCONV_PATH", "LOCPATH", "NLSPATH", "HOSTALIASES", "RESOLV_HOST_CONF",
+        "PERL5LIB", "PERL5OPT", "PERLLIB", "RUBYLIB", "RUBYOPT", "NODE_OPTIONS", "NODE_PATH",
+        "BASH_ENV", "ENV", "SHELLOPTS", "PS4",
+    }
+)  # fmt: skip
+"""Variables that make a program load or run other code; with every ``LD_*``, ``DYLD_*`` and
+``PYTHON*`` one, an adopted process's values are not carried over to its relaunch."""
+_INJECTION_PREFIXES = ("LD_", "DYLD_", "PYTHON")
+
+
+def is_injection_var(name: str) -> bool:
+    """Whether ``name`` is a variable that injects code into a program (`INJECTION_ENV`)."""
+    return name in INJECTION_ENV or name.startswith(_INJECTION_PREFIXES)
+
+
+def running_as_root() -> bool:
+    """Whether spectui runs with root's effective uid."""
+    return os.geteuid() == 0
 
 
 def _is_this_machine(host: str) -> bool:
@@ -103,8 +132,14 @@ class AttachedServer:
         """Its command line (argv[0] first), when known."""
         self.exe: Path | None = None
         """Its executable, when known."""
+        self.owner_uid: int | None = None
+        """The uid its process runs as (real and effective), when known."""
+        self.owner: str | None = None
+        """The name of that user (or ``uid N``)."""
         self._cwd: Path | None = None
         self._environ: dict[str, str] = {}
+        self._created: float | None = None
+        self._uids: tuple[int, int] | None = None
 
     @property
     def url(self) -> str:
@@ -119,9 +154,26 @@ class AttachedServer:
         return SpecConfig.from_args(self.cmdline[1:]) or SpecConfig()
 
     @property
+    def trusted(self) -> bool:
+        """Whether its process is spectui's own user's: its ``--help`` may be run."""
+        return self.pid is not None and self.owner_uid == os.geteuid()
+
+    @property
+    def foreign(self) -> bool:
+        """Whether its process belongs to another user than spectui's."""
+        return self.owner_uid is not None and self.owner_uid != os.geteuid()
+
+    @property
     def can_adopt(self) -> bool:
-        """Whether `adopt` can relaunch it (its process and command line are known here)."""
-        return self.pid is not None and self.cmdline is not None and self.exe is not None
+        """Whether `adopt` can relaunch it, after the user confirms: its process and command
+        line are known here and it is this user's (or spectui runs as root)."""
+        known = self.pid is not None and self.cmdline is not None and self.exe is not None
+        return known and (self.trusted or (self.foreign and running_as_root()))
+
+    @property
+    def dropped_env(self) -> tuple[str, ...]:
+        """Its injection variables (`INJECTION_ENV`) that a relaunch would not carry over."""
+        return tuple(sorted(name for name in self._environ if is_injection_var(name)))
 
     async def refresh(self) -> None:
         """Re-read /slots and /metrics (each None when the server disables it)."""
@@ -136,6 +188,22 @@ class AttachedServer:
             return
         try:
             proc = psutil.Process(pid)
+            real, effective, _ = proc.uids()
+            self._created = proc.create_time()
+            self._uids = (real, effective)
+        except psutil.Error:
+            return
+        self.owner_uid = real if real == effective else effective
+        with contextlib.suppress(psutil.Error, KeyError):
+            self.owner = proc.username()
+        self.owner = self.owner or f"uid {self.owner_uid}"
+        if real != effective:
+            self.owner_uid = -1  # a setuid process: trusted by no one
+        if self.owner_uid != os.geteuid() and not running_as_root():
+            # Another user's: shown (pid, owner), never read further, probed or adopted.
+            self.pid = pid
+            return
+        try:
             self.cmdline = proc.cmdline()
             self.exe = Path(proc.exe())
             self._cwd = Path(proc.cwd())
@@ -144,7 +212,7 @@ class AttachedServer:
         else:
             self.pid = pid
             with contextlib.suppress(psutil.Error):
-                # All of it: LLAMA_ARG_* are settings, and a wrapper may have set the library path.
+                # All of it: LLAMA_ARG_* are settings (injection variables are dropped later).
                 self._environ = proc.environ()
 
     def adopt_argv(self, spec: SpecConfig, caps: Capabilities) -> list[str]:
@@ -160,7 +228,18 @@ class AttachedServer:
             )
         return [str(self.exe), *replace_spec_args(self.cmdline[1:], spec, caps)]
 
-    def _launch_config(self, spec: SpecConfig, caps: Capabilities) -> LaunchConfig:
+    def relaunch_env(self, *, keep_env: bool = False) -> dict[str, str]:
+        """Its environment for the relaunch: without its key (passed apart) and, unless
+        ``keep_env``, without its injection variables (spectui's own values apply)."""
+        return {
+            key: value
+            for key, value in self._environ.items()
+            if key != "LLAMA_API_KEY" and (keep_env or not is_injection_var(key))
+        }
+
+    def _launch_config(
+        self, spec: SpecConfig, caps: Capabilities, *, keep_env: bool = False
+    ) -> LaunchConfig:
         self.adopt_argv(spec, caps)  # the spec must run on this binary before anything stops
         host, port = _host_port(self.url)
         model: Path | None = None
@@ -179,7 +258,7 @@ class AttachedServer:
             host=host,
             port=port,
             base_argv=(str(self.exe), *self.cmdline[1:]),
-            env={k: v for k, v in self._environ.items() if k != "LLAMA_API_KEY"},
+            env=self.relaunch_env(keep_env=keep_env),
             api_key=SecretStr(key) if key else None,
             cwd=self._cwd,
         )
@@ -191,10 +270,12 @@ class AttachedServer:
         *,
         start_timeout_s: float = START_TIMEOUT_S,
         log_dir: Path | None = None,
+        keep_env: bool = False,
     ) -> ManagedServer:
         """Stop the server's process and return an (unstarted) `ManagedServer` to relaunch it.
 
-        Only on the user's explicit request: the process is not spectui's. Iterate the returned
+        Only on the user's explicit request: the process is not spectui's (for another user's,
+        as root, after a question naming its owner and executable). Iterate the returned
         server's ``start()`` to launch it with ``spec``; spectui owns it from then on. The spec
         is checked before anything is stopped.
         """
@@ -203,12 +284,29 @@ class AttachedServer:
                 f"the process behind {self.client.shown_url} is not visible from here, "
                 "so it cannot be adopted"
             )
+        self.check_still_adoptable()
         if caps is None:
             caps = await asyncio.to_thread(probe_capabilities, self.exe)
-        config = self._launch_config(spec, caps)
+        config = self._launch_config(spec, caps, keep_env=keep_env)
         await self._stop_process(self.pid, config.host, config.port or 8080)
         await self.client.aclose()
         return ManagedServer(config, caps, start_timeout_s=start_timeout_s, log_dir=log_dir)
+
+    def check_still_adoptable(self) -> None:
+        """ServerStartError unless the process may be adopted and is still the one attached to
+        (same pid, start time and owner: a pid reused meanwhile is someone else's)."""
+        if not self.can_adopt:
+            raise ServerStartError(
+                f"pid {self.pid} belongs to {self.owner or 'another user'}: spectui adopts only "
+                "its own user's processes (or, running as root, after you confirm)"
+            )
+        try:
+            proc = psutil.Process(self.pid)
+            same = proc.create_time() == self._created and tuple(proc.uids()[:2]) == self._uids
+        except psutil.Error:
+            same = False
+        if not same:
+            raise ServerStartError(f"pid {self.pid} is no longer the server spectui attached to")
 
     @staticmethod
     async def _stop_process(pid: int, host: str, port: int) -> None:

@@ -273,6 +273,13 @@ class MainScreen(Screen[None]):
         question = (
             f"spectui did not start the llama-server at {info.url}"
             + (f" (pid {info.pid})" if info.pid else "")
+            + (f", {info.binary}" if info.binary else "")
+            + (f", run by user {info.owner}: it will run as spectui's user" if info.owner else "")
+            + (
+                f". Its {', '.join(info.dropped_env)} will not be carried over"
+                if info.dropped_env
+                else ""
+            )
             + ". Stop it and relaunch it from spectui with the new settings?"
         )
 
