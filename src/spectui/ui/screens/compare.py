@@ -1,5 +1,7 @@
 """The Compare screen: the config × prompt table filling in live, and a drill-down into one
-prompt's responses with where each one departs from the baseline.
+prompt's responses with where each one departs from the baseline: a changed answer stands
+side by side with the baseline's, both marked from the divergent token, with the baseline's own
+odds there (near-tie or divergent).
 
 The worker is thin: it iterates the comparison's events (`CompareRunner` in
 `spectui.core.compare.runner`, or anything with the same shape) and posts one message per event
@@ -17,10 +19,11 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Label, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
@@ -28,6 +31,7 @@ from spectui.core.compare.export import SUMMARY_COLUMNS, summary_rows
 from spectui.core.compare.models import RunRecord
 from spectui.core.compare.runner import CompareEvent, CompareFinished, ConfigFailed, progress_line
 from spectui.core.compare.store import CompareDocument
+from spectui.core.compare.textdiff import Divergence
 from spectui.core.compare.verdict import SummaryRow
 from spectui.core.errors import SpectuiError
 
@@ -87,6 +91,44 @@ def response_content(record: RunRecord | None, baseline: bool) -> Content:
     return Content.assemble(text[:cut], (text[cut:], "reverse $error"))
 
 
+def baseline_side(text: str, divergence: Divergence) -> Content:
+    """The baseline's text next to a changed answer, marked from where they part."""
+    cut = divergence.char
+    return Content.assemble(text[:cut], (text[cut:] or "(ends here)", "reverse $warning"))
+
+
+def evidence_line(divergence: Divergence) -> Content:
+    """The divergent token, both sides, and the baseline's odds there."""
+    where = (
+        f"token {divergence.token}" if divergence.token is not None else f"char {divergence.char}"
+    )
+    parts: list[str | tuple[str, str]] = [(where, "bold"), ": baseline "]
+    parts.append(
+        repr(
+            divergence.baseline_token
+            if divergence.baseline_token is not None
+            else divergence.baseline
+        )
+    )
+    parts.append(" · this ")
+    parts.append(
+        repr(
+            divergence.response_token
+            if divergence.response_token is not None
+            else divergence.response
+        )
+    )
+    if divergence.kind is not None:
+        style = "$warning" if divergence.kind == "near-tie" else "$error"
+        odds = ", ".join(f"{t.token!r} {t.prob:.2f}" for t in divergence.baseline_top or [])
+        parts += [" · ", (divergence.kind, f"bold {style}"), f" (baseline's odds: {odds})"]
+    elif divergence.probe_error is not None:
+        parts.append(f" · not probed: {divergence.probe_error}")
+    else:
+        parts.append(" · not probed")
+    return Content.assemble(*parts)
+
+
 def response_title(record: RunRecord | None, label: str, baseline: bool) -> Content:
     """The line above a response: whose it is and how it compares."""
     if baseline:
@@ -119,6 +161,10 @@ class ResponsesScreen(Screen[None]):
     ResponsesScreen #responses-title { height: 1; padding: 0 1; background: $panel; }
     ResponsesScreen .response-title { margin-top: 1; padding: 0 1; }
     ResponsesScreen .response { padding: 0 1 0 3; }
+    ResponsesScreen .side-by-side { height: auto; }
+    ResponsesScreen .side-by-side > Static { width: 1fr; }
+    ResponsesScreen .side-baseline { padding: 0 1 0 3; border-right: vkey $panel-lighten-2; }
+    ResponsesScreen .divergence-evidence { padding: 0 1 0 3; color: $text-muted; }
     """
 
     def __init__(self, document: CompareDocument, prompt: str) -> None:
@@ -153,7 +199,8 @@ class ResponsesScreen(Screen[None]):
         box = self.query_one("#responses", VerticalScroll)
         box.remove_children()
         runs = {r.config: r for r in self._counted() if r.round == self.round}
-        blocks: list[Static] = []
+        base = runs.get(self.document.plan.baseline.name)
+        blocks: list[Widget] = []
         for config in self.document.plan.configs:
             record = runs.get(config.name)
             blocks.append(
@@ -162,7 +209,15 @@ class ResponsesScreen(Screen[None]):
                     classes="response-title",
                 )
             )
-            blocks.append(Static(response_content(record, config.is_baseline), classes="response"))
+            body = Static(response_content(record, config.is_baseline), classes="response")
+            d = record.divergence if record is not None and not config.is_baseline else None
+            if d is None or base is None:
+                blocks.append(body)
+                continue
+            # A changed answer: the baseline's on the left, this one on the right, and why.
+            side = Static(baseline_side(base.text, d), classes="side-baseline")
+            blocks.append(Horizontal(side, body, classes="side-by-side"))
+            blocks.append(Static(evidence_line(d), classes="divergence-evidence"))
         box.mount_all(blocks)
 
     def action_round(self, step: int) -> None:
