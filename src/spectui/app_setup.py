@@ -16,6 +16,7 @@ from spectui.core.compare.store import ServerOptions
 from spectui.core.engine.base import Engine, EngineDirs
 from spectui.core.engine.live import LiveEngine, demo_model, launch_engine
 from spectui.core.llama.binary import find_llama_server, probe_capabilities
+from spectui.core.llama.secrets import secret_values
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.prompts import BuiltinPrompt
 from spectui.core.request import GenerationRequest
@@ -81,8 +82,10 @@ def launch_flags(settings: Settings) -> list[str]:
 
 
 def secrets_of(settings: Settings) -> list[str]:
-    """Strings that must never be written to a session file."""
-    return [settings.api_key.get_secret_value()] if settings.api_key else []
+    """Strings that must never be written to a session file (the key, and the values of secret
+    flags among the server arguments, e.g. ``--hf-token``)."""
+    key = [settings.api_key.get_secret_value()] if settings.api_key else []
+    return key + secret_values(settings.server_args)
 
 
 def recorder(

@@ -174,3 +174,11 @@ def test_cli_refuses_a_malformed_key_at_start(args: list[str], env: dict[str, st
     assert done.returncode != 0
     assert len(lines) == 1, done.stderr
     assert "API key cannot be used" in lines[0] and "sk-x" not in done.stderr + done.stdout
+
+
+def test_secret_values_of_the_server_arguments_are_masked_in_sessions() -> None:
+    from spectui.app_setup import secrets_of
+    from spectui.config import Settings
+
+    settings = Settings(server_args=["-hft", "hf_a", "--api-key=k2", "-mu", "https://u:p@h/m"])
+    assert set(secrets_of(settings)) == {"hf_a", "k2", "u:p"}

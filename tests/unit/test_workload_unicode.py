@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from spectui.cli import main
 from spectui.core.compare.prompt_files import load_prompt_file
 from spectui.core.engine.base import ServerInfo
 from spectui.core.traffic.chunks import PreparedBody
@@ -77,3 +79,25 @@ def test_any_text_is_one_line_that_reads_back(text: str) -> None:
     encoded = line.encode("utf-8")  # never raises: lone surrogates are escaped
     assert b"\n" not in encoded and len(line.splitlines()) == 1
     assert json.loads(encoded) == {"text": text}
+
+
+@pytest.mark.server  # the real binary's --help is probed; nothing is launched
+def test_real_compare_command_takes_the_recorded_workload(
+    gemma_model: Path, llama_binary: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`spectui compare --prompts` reads the recorded workload and a raw one from another tool,
+    then stops, on purpose, at an unknown --config."""
+    record_prompts(tmp_path / "rec", ODD)
+    raw = tmp_path / "raw.jsonl"
+    raw.write_text(
+        "".join(json.dumps({"text": t.replace("\ud800", "?").replace("\udfff", "?")},
+                           ensure_ascii=False) + "\n" for t in ODD),
+        encoding="utf-8",
+    )  # fmt: skip
+    base = ["compare", "--model", str(gemma_model), "--server-bin", str(llama_binary)]
+    for prompts in (tmp_path / "rec" / WORKLOAD, raw):
+        code = main([*base, "--prompts", str(prompts), "--config", "ngram-frobnicate"])
+        err = capsys.readouterr().err.strip()
+        assert code == 2
+        assert "prompt file" not in err  # the prompts were read ...
+        assert "ngram-frobnicate" in err  # ... and the next check spoke

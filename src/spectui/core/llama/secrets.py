@@ -66,6 +66,20 @@ def mask_argv(argv: Iterable[str], mask: str = MASK) -> list[str]:
     return out
 
 
+def secret_values(argv: Iterable[str]) -> list[str]:
+    """The secret values on ``argv`` (those `mask_argv` hides), for masking them elsewhere."""
+    tokens = list(argv)
+    found: list[str] = []
+    for token, shown in zip(tokens, mask_argv(tokens, mask="\0"), strict=True):
+        if shown == "\0":
+            found.append(token)
+        elif shown.endswith("=\0") and not token.endswith("=\0"):
+            found.append(token.partition("=")[2])
+        elif "://\0@" in shown:
+            found += [m.group(0)[len(m.group(1)) : -1] for m in _URL_CREDENTIALS.finditer(token)]
+    return [value for value in found if value]
+
+
 class ApiKeyError(SpectuiError):
     """An API key that cannot be sent as a header (the key itself is never in the message)."""
 
