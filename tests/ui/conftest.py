@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from fake_engine import FakeEngine
 
 from spectui.config import Settings
 from spectui.ui.app import SpectuiApp
+
+from .fake_engine import FakeEngine
 
 
 @pytest.fixture(autouse=True)

@@ -3,15 +3,16 @@ drill-down shows each response against the baseline, failures are shown, quittin
 
 from __future__ import annotations
 
-from fake_compare import FakeCompareRunner
-from fake_engine import FakeEngine
 from textual.message import Message
 from textual.widgets import DataTable, Label, Static
-from ui_helpers import settle
 
 from spectui.config import Settings
 from spectui.ui.compare_app import CompareApp
 from spectui.ui.screens.compare import CompareProgressed, CompareScreen, ResponsesScreen
+
+from .fake_compare import FakeCompareRunner
+from .fake_engine import FakeEngine
+from .ui_helpers import settle
 
 
 def _cells(screen: CompareScreen) -> dict[tuple[str, str], list[str]]:

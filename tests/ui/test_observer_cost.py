@@ -8,8 +8,6 @@ import gc
 from pathlib import Path
 
 import pytest
-from fake_engine import FakeEngine
-from ui_helpers import main_screen, settle
 
 from spectui.app_setup import recorder
 from spectui.config import Settings
@@ -17,6 +15,9 @@ from spectui.core.events import MemoryEvent
 from spectui.ui.app import SpectuiApp
 from spectui.ui.base_app import GC_YOUNG_THRESHOLD
 from spectui.ui.widgets.charts import REDRAW_INTERVAL_S
+
+from .fake_engine import FakeEngine
+from .ui_helpers import main_screen, settle
 
 
 async def test_a_stream_that_stops_sending_causes_no_redraws(

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fake_engine import FakeEngine
 from textual.widgets import Static
-from ui_helpers import main_screen, settle
 
 from spectui.app_setup import recorder
 from spectui.config import Settings
@@ -23,6 +21,9 @@ from spectui.ui.screens.replay import ReplayColumn, ReplayPairScreen, ReplayScre
 from spectui.ui.widgets.metrics import MetricsPane
 from spectui.ui.widgets.recording import RecordingIndicator
 from spectui.ui.widgets.tokens import TokenView
+
+from .fake_engine import FakeEngine
+from .ui_helpers import main_screen, settle
 
 REQUEST = GenerationRequest(prompt="Repeat the table and add a row.", n_predict=60)
 

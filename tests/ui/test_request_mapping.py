@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_engine import FakeEngine
 
 from spectui.cli import build_parser, main, settings_from, split_extra
 from spectui.config import Settings
@@ -17,6 +16,8 @@ from spectui.core.prompts import builtin_prompt
 from spectui.core.request import GenerationRequest, Sampling
 from spectui.ui.app import SpectuiApp
 from unit.compare_helpers import FakeSetup, ScriptedEngine
+
+from .fake_engine import FakeEngine
 
 # Every Sampling field set away from its default, on the command line.
 FLAGS = [

@@ -9,7 +9,6 @@ from collections.abc import Callable
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
-from traffic_helpers import begin, feed, finish, make_hub
 
 from spectui.config import Settings
 from spectui.core.traffic.models import RequestStatus
@@ -18,6 +17,8 @@ from spectui.ui.screens.traffic_request import TrafficRequestScreen
 from spectui.ui.themes import SHIPPED_THEMES
 from spectui.ui.traffic_app import TrafficApp
 from spectui.ui.widgets.tokens import TokenView
+
+from .traffic_helpers import begin, feed, finish, make_hub
 
 SnapCompare = Callable[..., bool]
 STATUS = 9

@@ -7,11 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fake_engine import FakeEngine
 from textual.message import Message
 from textual.pilot import Pilot
 from textual.widgets import Input, Label, Log
-from ui_helpers import main_screen, settle
 
 from spectui.config import Settings
 from spectui.core.events import ServerState, TokenEvent, TokenOrigin
@@ -21,6 +19,9 @@ from spectui.ui.messages import RunEnded, RunFailed, RunStarted, TokensArrived
 from spectui.ui.screens.dialogs import ConfirmScreen, HelpScreen
 from spectui.ui.screens.spec_picker import SpecPickerScreen
 from spectui.ui.widgets.tokens import MAX_TOKENS, SCROLL_STEPS, TokenView
+
+from .fake_engine import FakeEngine
+from .ui_helpers import main_screen, settle
 
 MakeApp = Callable[..., SpectuiApp]
 

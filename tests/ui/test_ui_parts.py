@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from fake_engine import FakeEngine
 from plotext._figure import _figure_class
 from rich.color import Color as RichColor
 from rich.console import Console
@@ -56,6 +55,8 @@ from spectui.ui.widgets.metrics import MetricsPane, RunColumn
 from spectui.ui.widgets.plot import ansi_text
 from spectui.ui.widgets.sparkline import bars
 from spectui.ui.widgets.tokens import TokenLog
+
+from .fake_engine import FakeEngine
 
 
 def token(index: int, origin: TokenOrigin = TokenOrigin.TARGET, rejected: int = 0) -> TokenEvent:

@@ -10,14 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from fake_engine import FakeEngine
 from textual.pilot import Pilot
-from ui_helpers import main_screen, settle
 
 from spectui.config import Settings
 from spectui.core.events import ServerState
 from spectui.ui.app import SpectuiApp
 from spectui.ui.themes import SHIPPED_THEMES
+
+from .fake_engine import FakeEngine
+from .ui_helpers import main_screen, settle
 
 SnapCompare = Callable[..., bool]
 SIZES = {"80x24": (80, 24), "160x48": (160, 48)}

@@ -4,6 +4,9 @@ Each override names the library, the exact version it was tested with (the one `
 pins) and a check of the private names it needs. It is used only when that version is installed,
 the check passes and `SPECTUI_STOCK` is not set; otherwise the caller takes the library's public
 path and one line is logged saying why. The result is decided once per process.
+
+Every `Override` created is listed by `defined()`, so a test can hold each tested version to the
+pin in `pyproject.toml` (tests/unit/test_overrides.py).
 """
 
 from __future__ import annotations
@@ -32,6 +35,23 @@ class Override(BaseModel):
     """Distribution name whose internals are used, e.g. `textual`."""
     tested_version: str
     """The exact version the override was tested with (pinned in pyproject.toml)."""
+    requires: dict[str, str] = {}
+    """Other distributions whose internals it uses too, each with its exact tested version."""
+
+    def model_post_init(self, context: object, /) -> None:
+        _defined[self.name] = self
+
+    def libraries(self) -> dict[str, str]:
+        """Every distribution it relies on, with the version it was tested with."""
+        return {self.library: self.tested_version, **self.requires}
+
+
+_defined: dict[str, Override] = {}
+
+
+def defined() -> list[Override]:
+    """The overrides created so far in this process (modules define theirs when imported)."""
+    return list(_defined.values())
 
 
 def stock_forced() -> bool:
@@ -60,12 +80,13 @@ def enabled(override: Override, check: Callable[[], bool]) -> bool:
 def _refusal(override: Override, check: Callable[[], bool]) -> str | None:
     if stock_forced():
         return f"{STOCK_ENV} is set"
-    try:
-        installed = metadata.version(override.library)
-    except metadata.PackageNotFoundError:
-        return "not installed"
-    if installed != override.tested_version:
-        return f"{override.library} {installed} is not the tested {override.tested_version}"
+    for library, tested in override.libraries().items():
+        try:
+            installed = metadata.version(library)
+        except metadata.PackageNotFoundError:
+            return f"{library} is not installed"
+        if installed != tested:
+            return f"{library} {installed} is not the tested {tested}"
     try:
         ok = check()
     except Exception as exc:  # a renamed private name is exactly what this guards against

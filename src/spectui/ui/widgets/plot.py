@@ -7,10 +7,16 @@ batched. A plotext canvas repeats a handful of colour sequences, each run of cel
 end, so `ansi_text` decodes each distinct sequence once (with rich's own decoder, so the styles
 are the very same) and splits the rest with one regular expression. The result equals
 `Text.from_ansi`'s, span for span (tests/ui/test_ui_parts.py checks it on a real figure).
+
+`LeanPlotextPlot.render` re-does `PlotextPlot.render`, which calls a private method of
+textual-plotext and one of plotext, so it draws its way only behind its gate (`LEAN_PLOT`: the
+tested versions of both, the names there, `SPECTUI_STOCK` not set); otherwise it is
+textual-plotext's own render.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
 from functools import lru_cache
 
@@ -18,7 +24,17 @@ from rich.ansi import AnsiDecoder
 from rich.style import Style
 from rich.text import Text
 from textual.app import RenderResult
-from textual_plotext import PlotextPlot
+from textual_plotext import Plot, PlotextPlot
+
+from spectui.core.overrides import Override, enabled
+
+LEAN_PLOT = Override(
+    name="lean-plot",
+    library="textual-plotext",
+    tested_version="1.0.1",
+    requires={"plotext": "5.3.2"},
+)
+"""`LeanPlotextPlot.render`: textual-plotext's `_get_plotext_theme_name`, plotext's `_set_size`."""
 
 _SGR = re.compile(r"\x1b\[([0-9;]*)m")
 """Select Graphic Rendition: the only escape sequences plotext writes."""
@@ -53,13 +69,25 @@ def ansi_text(canvas: str) -> Text:
     return joiner.join(lines)
 
 
+def _internals_present() -> bool:
+    """Whether textual-plotext and plotext have the private methods `render` calls."""
+    theme_name = inspect.signature(PlotextPlot._get_plotext_theme_name).parameters
+    set_size = inspect.signature(Plot._set_size).parameters
+    expected_size = ["self", "width", "height"]
+    return list(theme_name) == ["self", "app_theme_name"] and list(set_size) == expected_size
+
+
+def lean_plot_enabled() -> bool:
+    """Whether plots decode their figure through `ansi_text` in this process (decided once)."""
+    return enabled(LEAN_PLOT, _internals_present)
+
+
 class LeanPlotextPlot(PlotextPlot):
     """`PlotextPlot`, drawn through `ansi_text` instead of `Text.from_ansi`."""
 
     def render(self) -> RenderResult:
-        # As `PlotextPlot.render` (textual-plotext 1.0), but for the decoding; a release whose
-        # insides differ draws its own way (slower, the same plot).
-        if not hasattr(self, "_get_plotext_theme_name") or not hasattr(self.plt, "_set_size"):
+        # As `PlotextPlot.render` (textual-plotext 1.0.1), but for the decoding.
+        if not lean_plot_enabled():
             return super().render()
         plot = self.plt
         width, height = self.size

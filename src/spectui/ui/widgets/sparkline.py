@@ -5,18 +5,47 @@ Textual's `Sparkline` renders through rich: per cell of every row a colour blend
 (12×35 cells), as much as a whole token frame. This one draws the same cells (glyph and colour
 for glyph and colour: the snapshots are unchanged) from one blend per column, and keeps the
 strips until the data, the size or the styles change.
+
+It reads two private names of Textual (`renderables._blend_colors.blend_colors`,
+`SparklineRenderable._buckets`), so it draws only behind its gate (`STRIP_SPARKLINE`: the tested
+Textual, the names there, `SPECTUI_STOCK` not set); otherwise the widget is Textual's `Sparkline`.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
 from collections.abc import Sequence
 
+from rich.color import Color
 from rich.segment import Segment
 from rich.style import Style
-from textual.renderables._blend_colors import blend_colors
 from textual.renderables.sparkline import Sparkline as SparklineRenderable
 from textual.strip import Strip
 from textual.widgets import Sparkline
+
+from spectui.core.overrides import Override, enabled
+
+STRIP_SPARKLINE = Override(name="strip-sparkline", library="textual", tested_version="8.2.8")
+"""`StripSparkline`'s own drawing: Textual's private colour blend and bucketing."""
+
+
+def _internals_present() -> bool:
+    """Whether Textual's sparkline has the private names `bars` relies on."""
+    blend = importlib.import_module("textual.renderables._blend_colors").blend_colors
+    buckets = SparklineRenderable._buckets
+    probe = SparklineRenderable([1.0, 2.0], width=2, min_color=Color.parse("red"))
+    return (
+        list(inspect.signature(blend).parameters) == ["color1", "color2", "ratio"]
+        and list(inspect.signature(buckets).parameters) == ["data", "num_buckets"]
+        and len(SparklineRenderable.BARS) == 8  # (▁ to █)
+        and all(hasattr(probe, name) for name in ("data", "min_color", "max_color"))
+    )
+
+
+def strip_sparkline_enabled() -> bool:
+    """Whether sparklines draw their own strips in this process (decided once)."""
+    return enabled(STRIP_SPARKLINE, _internals_present)
 
 
 class StripSparkline(Sparkline):
@@ -38,6 +67,8 @@ class StripSparkline(Sparkline):
         self._key = None  # the theme changed: the strips carry the old colours
 
     def render_line(self, y: int) -> Strip:
+        if not strip_sparkline_enabled():
+            return super().render_line(y)  # (Textual's own, through rich)
         width, height = self.size
         key = (tuple(self.data or ()), width, height)
         if key != self._key:
@@ -61,7 +92,12 @@ Cell = tuple[str, Style | None]
 
 
 def bars(sparkline: SparklineRenderable[float], width: int, height: int) -> list[list[Cell]]:
-    """The cells `SparklineRenderable` yields, row by row (top first), computed per column."""
+    """The cells `SparklineRenderable` yields, row by row (top first), computed per column.
+
+    Uses Textual's private names: call only where `strip_sparkline_enabled()` (or in its tests).
+    """
+    from textual.renderables._blend_colors import blend_colors
+
     data = list(sparkline.data)
     min_style, max_style = sparkline.min_color, sparkline.max_color
     if width <= 0 or height <= 0:
