@@ -73,8 +73,6 @@ class ServerBar(Widget):
         self._cpu_shown = -CPU_REDRAW_S
         self.note = ""
         """A standing line about this spectui (where it broadcasts), after what the server is."""
-        self.note = ""
-        """A standing line about this spectui (where it broadcasts), after what the server is."""
 
     def set_state(self, state: ServerState, detail: str) -> None:
         self.state, self.detail = state, detail
@@ -97,10 +95,6 @@ class ServerBar(Widget):
         if (now := monotonic()) - self._cpu_shown >= CPU_REDRAW_S:
             self._cpu_shown = now
             self.refresh()
-
-    def set_note(self, note: str) -> None:
-        self.note = note
-        self.refresh()
 
     def set_note(self, note: str) -> None:
         self.note = note
@@ -136,8 +130,6 @@ class ServerBar(Widget):
         if self.note:  # first: a narrow terminal cuts the end of the line, not the note
             text.append(f"⇉ {self.note} · ", self.get_component_rich_style("server--hint"))
         text.append(describe(self.info), self.get_component_rich_style("server--info"))
-        if self.note:
-            text.append(f"  ⇉ {self.note}", self.get_component_rich_style("server--hint"))
         return text
 
 
