@@ -16,7 +16,7 @@ LOCK := requirements/lock.txt
 EXTRAS := demo,dev
 comma := ,
 
-.PHONY: setup demo test check lint clean bench lock
+.PHONY: setup demo test check lint clean bench lock screenshots
 
 setup: $(VENV)/.spectui-installed
 
@@ -45,6 +45,10 @@ lock: setup
 
 bench: setup
 	cd bench && $(abspath $(PY)) run_all.py
+
+# The pictures in README.md and docs/, drawn by spectui itself from docs/recordings (no server).
+screenshots: setup
+	$(PY) scripts/screenshots.py
 
 check: setup
 	$(VENV)/bin/ruff check src tests

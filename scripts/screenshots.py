@@ -1,0 +1,316 @@
+"""Render the pictures in README.md and docs/ from checked-in recordings: `make screenshots`.
+
+Every picture is spectui's own screen, drawn headless by Textual at a fixed size and theme and
+saved with its SVG export (the same one `spectui export --to svg` uses), from files in the
+repository — nothing is run against a server, so the same checkout draws the same pictures:
+
+- ``tui.svg``: the live TUI after `docs/recordings/table-row-ngram-simple.jsonl` has replayed
+  at max speed (a run with accepted drafts, rejections and a target token after each step);
+- ``tui-midrun.svg``: the same session stopped part-way, token by token with the replay clock;
+- ``compare.svg``: the Compare screen over `docs/recordings/compare.json` (a finished compare);
+- ``tune.svg``: the Tune screen's leaderboard over `docs/recordings/tune.json`;
+- ``traffic.svg``: the Traffic screen fed the real llama-server captures in `tests/fixtures`
+  through the proxy's own hub (two finished requests and one still streaming).
+
+Usage: ``python scripts/screenshots.py [--out docs/images] [--theme spectui-dark]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDINGS = ROOT / "docs" / "recordings"
+CAPTURES = ROOT / "tests" / "fixtures"
+SIZE = (120, 36)
+"""Terminal size of every picture: the TUI's wide layout (full charts)."""
+MIDRUN_TOKENS = 120
+"""Where the mid-run picture stops: tokens released before the clock is frozen."""
+ROUNDS = 5000
+"""Idle turns a screen gets to settle before the script gives up on it."""
+
+
+def _isolate() -> None:
+    """Keep the developer's settings, themes and SPECTUI_* out; times on screen in UTC."""
+    for name in list(os.environ):
+        if name.startswith("SPECTUI_"):
+            del os.environ[name]
+    scratch = Path(tempfile.mkdtemp(prefix="spectui-shots-"))
+    os.environ["SPECTUI_CONFIG"] = str(scratch / "config.toml")
+    for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
+        os.environ[name] = str(scratch / name.lower())
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+
+
+_isolate()
+
+from textual.app import App  # noqa: E402  (after the environment is fixed)
+from textual.pilot import Pilot  # noqa: E402
+
+from spectui.config import Settings  # noqa: E402
+from spectui.core.compare.runner import CompareEvent, CompareFinished  # noqa: E402
+from spectui.core.compare.store import CompareDocument, load_document  # noqa: E402
+from spectui.core.events import MemoryEvent, TokenEvent  # noqa: E402
+from spectui.core.sessions.file import Session, read_session  # noqa: E402
+from spectui.core.sessions.replay import ReplayClock, ReplayEngine  # noqa: E402
+from spectui.core.traffic.chunks import PreparedBody  # noqa: E402
+from spectui.core.traffic.hub import TrafficHub  # noqa: E402
+from spectui.core.traffic.models import EndpointKind, RequestStatus  # noqa: E402
+from spectui.core.tune.models import TuneDocument  # noqa: E402
+from spectui.core.tune.runner import TuneEvent, TuneFinished  # noqa: E402
+from spectui.ui.compare_app import CompareApp  # noqa: E402
+from spectui.ui.replay_app import ReplayApp  # noqa: E402
+from spectui.ui.screens.traffic import TrafficScreen  # noqa: E402
+from spectui.ui.traffic_app import TrafficApp  # noqa: E402
+from spectui.ui.tune_app import TuneApp  # noqa: E402
+
+SESSION = RECORDINGS / "table-row-ngram-simple.jsonl"
+
+
+class Finished:
+    """A compare or tune source that is already done: its document, and one 'finished' event."""
+
+    def __init__(self, document: CompareDocument | TuneDocument) -> None:
+        self._document = document
+
+    @property
+    def document(self) -> CompareDocument | TuneDocument:
+        return self._document
+
+    async def run(self) -> AsyncIterator[CompareEvent | TuneEvent]:
+        if isinstance(self._document, TuneDocument):
+            yield TuneFinished(document=self._document)
+        else:
+            yield CompareFinished(document=self._document)
+
+
+async def _shoot(
+    app: App[object],
+    ready: Callable[[Pilot[object]], Awaitable[bool]],
+    title: str,
+    size: tuple[int, int] = SIZE,
+    settle: Callable[[], None] | None = None,
+) -> str:
+    """Run ``app`` headless until ``ready`` says so, let it settle, then its SVG screenshot.
+
+    ``settle`` runs after the pause, before every widget is redrawn: what the screen would show
+    at that point of the run however its updates were batched (a replay at max speed merges
+    snapshots as the machine's speed allows; the picture must not depend on it).
+    """
+    shots: list[str] = []
+
+    async def pilot_run(pilot: Pilot[object]) -> None:
+        try:
+            for _ in range(ROUNDS):
+                if await ready(pilot):
+                    await pilot.pause(0.5)  # batched tokens and throttled panes arrive
+                    if settle is not None:
+                        settle()
+                    for widget in app.screen.query("*"):
+                        widget.refresh()
+                    await pilot.pause()
+                    shots.append(app.export_screenshot(title=title))
+                    break
+                await pilot.pause()
+        finally:
+            app.exit()
+
+    await app.run_async(headless=True, size=size, auto_pilot=pilot_run)
+    if not shots:
+        raise SystemExit(f"screenshots: {title}: the screen never got ready")
+    return shots[0]
+
+
+def _settle_replay(app: ReplayApp, session: Session, until: float) -> Callable[[], None]:
+    """Charts redrawn now; the server bar's CPU from the last sample up to ``until`` (the live
+    screen shows the newest sample; which one a fast replay delivered last is a race)."""
+
+    def settle() -> None:
+        screen = app.main_screen
+        assert screen is not None
+        screen.charts.replot()
+        samples = [
+            e for e in session.events
+            if isinstance(e, MemoryEvent) and e.t <= until and e.client_cpu_percent is not None
+        ]  # fmt: skip
+        if samples:
+            screen.server.bar.set_cpu(samples[-1])
+
+    return settle
+
+
+async def tui(settings: Settings) -> str:
+    """The live TUI at the end of the recorded run (as `spectui export --to svg` draws it)."""
+    session = read_session(SESSION)
+    engine = ReplayEngine(session, clock=ReplayClock(None))
+    app = ReplayApp([engine], settings)
+
+    async def ready(pilot: Pilot[object]) -> bool:
+        screen = app.main_screen
+        return screen is not None and engine.finished and not screen.running
+
+    settle = _settle_replay(app, session, math.inf)
+    return await _shoot(app, ready, session.header.title, settle=settle)
+
+
+async def tui_midrun(settings: Settings) -> str:
+    """The live TUI part-way through the run: the replay clock stepped token by token."""
+    session = read_session(SESSION)
+    tokens = [e.t for e in session.events if isinstance(e, TokenEvent)]
+    stop_at = tokens[min(MIDRUN_TOKENS, len(tokens)) - 1]
+    clock = ReplayClock(None)
+    clock.pause()
+    app = ReplayApp([ReplayEngine(session, clock=clock)], settings)
+
+    async def ready(pilot: Pilot[object]) -> bool:
+        if clock.now() >= stop_at:
+            return True
+        clock.step()  # on to the next token (taken when the replay waits for it)
+        return False
+
+    settle = _settle_replay(app, session, stop_at)
+    return await _shoot(app, ready, session.header.title, settle=settle)
+
+
+async def compare(settings: Settings) -> str:
+    """The Compare screen over a finished comparison."""
+    session = read_session(SESSION)
+    app = CompareApp(ReplayEngine(session), settings, Finished(load_document(_path("compare"))))
+
+    async def ready(pilot: Pilot[object]) -> bool:
+        return bool(getattr(app.screen, "finished", False))
+
+    return await _shoot(app, ready, "spectui compare")
+
+
+async def tune(settings: Settings) -> str:
+    """The Tune screen over a finished tune."""
+    document = TuneDocument.model_validate_json(_path("tune").read_bytes())
+    app = TuneApp(ReplayEngine(read_session(SESSION)), settings, Finished(document))
+
+    async def ready(pilot: Pilot[object]) -> bool:
+        return bool(getattr(app.screen, "finished", False))
+
+    return await _shoot(app, ready, "spectui tune")
+
+
+START = datetime(2026, 1, 2, 10, 0, 0, tzinfo=UTC)
+
+
+class _Clocks:
+    """The hub's monotonic and wall clocks, moved only by the script (times on screen fixed)."""
+
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def clock(self) -> float:
+        return self.t
+
+    def wall(self) -> datetime:
+        return START + timedelta(seconds=self.t - 100.0)
+
+
+TRAFFIC_SIZE = (120, 18)
+"""The Traffic screen's picture: a few requests need no full screen."""
+_TRAFFIC = [
+    ("/completion", EndpointKind.NATIVE, "completion-ngram-simple-2.sse", "10.0.0.7", None, 0.02),
+    (
+        "/v1/chat/completions",
+        EndpointKind.OAI_CHAT,
+        "chat-ngram-simple.sse",
+        "10.0.0.7",
+        None,
+        0.011,
+    ),
+    ("/completion", EndpointKind.NATIVE, "completion-draft-simple.sse", "10.0.0.12", None, 0.016),
+    (
+        "/v1/completions",
+        EndpointKind.OAI_COMPLETION,
+        "v1-completions-ngram-mod.sse",
+        "10.0.0.9",
+        70,
+        0.013,
+    ),
+]
+"""(path, kind, capture, client, lines fed before the picture (None: all, then finished),
+seconds between lines on the request's clock)."""
+
+
+async def traffic(settings: Settings) -> str:
+    """The Traffic screen: real captures fed through the proxy's hub as clients would."""
+    clocks = _Clocks()
+    hub = TrafficHub(keep_events=True, clock=clocks.clock, wall=clocks.wall)
+    app = TrafficApp(None, settings, hub=hub)
+    fed = False
+
+    async def ready(pilot: Pilot[object]) -> bool:
+        nonlocal fed
+        if fed:
+            return True
+        for path, kind, capture, client, upto, step_s in _TRAFFIC:
+            body = PreparedBody(upstream=b"", streamed=True, strip=True, prompt="p", n_predict=120)
+            live = hub.start(path, kind, f"{client}:50000", body)
+            assert live.attribution is not None
+            lines = (CAPTURES / capture).read_bytes().splitlines(keepends=True)
+            data = [line for line in lines if line.startswith(b"data:")]
+            for index, line in enumerate(data[:upto]):
+                live.attribution.line(line, 0.3 + index * step_s)
+            if upto is None:
+                clocks.t += 3.0
+                hub.finish(live, status=RequestStatus.DONE, http_status=200)
+        app.screen_traffic.post_message(
+            TrafficScreen.StatusChanged("proxy http://127.0.0.1:8081 → http://127.0.0.1:8080")
+        )
+        fed = True
+        return False
+
+    return await _shoot(app, ready, "spectui proxy", TRAFFIC_SIZE)
+
+
+PICTURES: dict[str, Callable[[Settings], Awaitable[str]]] = {
+    "tui": tui,
+    "tui-midrun": tui_midrun,
+    "compare": compare,
+    "tune": tune,
+    "traffic": traffic,
+}
+"""Picture name (the file is NAME.svg) → how it is drawn."""
+
+
+def _path(name: str) -> Path:
+    return RECORDINGS / f"{name}.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "images")
+    parser.add_argument("--theme", default="spectui-dark")
+    parser.add_argument(
+        "only", nargs="*", help=f"pictures to draw (default: all of {list(PICTURES)})"
+    )
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.only) - set(PICTURES))
+    if unknown:
+        parser.error(f"no such picture: {', '.join(unknown)}")
+    settings = Settings(theme=args.theme)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in args.only or PICTURES:
+        svg = asyncio.run(PICTURES[name](settings))
+        target = args.out / f"{name}.svg"
+        target.write_text(svg, encoding="utf-8")
+        print(f"screenshots: wrote {target}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
