@@ -9,6 +9,7 @@ in the TUI, `stream` and `compare`.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spectui.config import Settings, cache_dir, state_dir
 from spectui.core.compare.setup import CompareSetup, CompareSetupError, prepare
@@ -21,6 +22,12 @@ from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.prompts import BuiltinPrompt
 from spectui.core.request import GenerationRequest
 from spectui.core.sessions.recording import RecordingEngine
+
+if TYPE_CHECKING:  # (the proxy's parts load only when `spectui proxy` runs)
+    import socket
+
+    from spectui.core.traffic.models import ProxyOptions
+    from spectui.core.traffic.session import ProxySession
 
 
 def engine_dirs() -> EngineDirs:
@@ -138,3 +145,32 @@ def compare_setup(
         dirs=engine_dirs(),
         resumed_binary=binary,
     )
+
+
+def proxy_session(
+    settings: Settings, options: ProxyOptions, engine: LiveEngine, sock: socket.socket
+) -> ProxySession:
+    """The proxy run in front of ``engine`` on ``sock``: its hub, its recorder when `--record`
+    asks, the keys and limits; the headless command and the Traffic TUI both run this."""
+    from spectui.core.traffic.hub import TrafficHub
+    from spectui.core.traffic.proxy import TrafficProxy
+    from spectui.core.traffic.record import WorkloadRecorder
+    from spectui.core.traffic.session import ProxySession
+
+    hub = TrafficHub(keep_events=options.keep_events or options.record is not None)
+
+    def make_proxy(upstream: str) -> TrafficProxy:
+        if options.record is not None:  # (after the start: the server's info is known then)
+            key = options.client_key
+            secrets = [*secrets_of(settings), *([key.get_secret_value()] if key else [])]
+            session.recorder = WorkloadRecorder(
+                options.record, engine.info, flags=launch_flags(settings), secrets=secrets
+            )
+            hub.listeners.append(session.recorder)
+        return TrafficProxy(
+            upstream, hub=hub, upstream_key=settings.api_key, client_key=options.client_key,
+            limits=options.limits,
+        )  # fmt: skip
+
+    session = ProxySession(engine, sock, hub, make_proxy, attach_url=settings.url)
+    return session

@@ -257,20 +257,19 @@ async def test_proxy_metrics_endpoint(upstream: str, proxy) -> None:  # type: ig
 async def test_traffic_tui_over_a_real_server(upstream: str) -> None:
     """The Traffic TUI attached to the server: a request through it shows up, quitting leaves
     nothing listening."""
+    from spectui.app_setup import proxy_session
     from spectui.config import Settings
     from spectui.core.engine.live import LiveEngine
-    from spectui.core.traffic.hub import TrafficHub
-    from spectui.core.traffic.proxy import TrafficProxy
+    from spectui.core.traffic.models import ProxyOptions
     from spectui.core.traffic.serve import bind
     from spectui.ui.traffic_app import TrafficApp
 
     engine = LiveEngine.attached(upstream)
     sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    app = TrafficApp(
-        engine, Settings(),
-        make_proxy=lambda: TrafficProxy(upstream, hub=TrafficHub(keep_events=True)), sock=sock,
-    )  # fmt: skip
+    settings = Settings(url=upstream)
+    session = proxy_session(settings, ProxyOptions(keep_events=True), engine, sock)
+    app = TrafficApp(session, settings)
     async with app.run_test(size=(80, 24)) as pilot:
         async with httpx.AsyncClient(timeout=120) as http:
             for _ in range(200):

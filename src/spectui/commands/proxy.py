@@ -8,6 +8,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import socket
 import sys
 from collections.abc import Callable
@@ -23,17 +24,32 @@ if TYPE_CHECKING:
     from pydantic import SecretStr
 
     from spectui.config import Settings
-    from spectui.core.engine.live import LiveEngine
     from spectui.core.traffic.hub import LiveRequest
-    from spectui.core.traffic.models import TrafficRecord
-    from spectui.core.traffic.proxy import TrafficProxy
-    from spectui.core.traffic.record import WorkloadRecorder
+    from spectui.core.traffic.models import ProxyOptions, TrafficRecord
+    from spectui.core.traffic.session import ProxySession
 
 DEFAULT_LISTEN = "127.0.0.1:8081"
 """Where the proxy listens unless told otherwise: this machine only."""
 
 CLIENT_KEY_ENV = "SPECTUI_PROXY_API_KEY"
 """The proxy's own key for its clients, from the environment (a flag shows in `ps`)."""
+
+_SIZE = re.compile(r"(\d+)\s*([kmg]?)(?:i?b)?", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def byte_size(text: str) -> int:
+    """'65536', '64K', '64M', '16MiB', '1G' as bytes (an argparse type: one line when not)."""
+    match = _SIZE.fullmatch(text.strip())
+    if match is None or int(match[1]) <= 0:
+        raise argparse.ArgumentTypeError(f"not a size in bytes: {text!r} (e.g. 64M, 16MiB)")
+    return int(match[1]) * _UNITS[match[2].lower()]
+
+
+def _count(text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"not a positive number: {text!r}")
+    return int(text)
 
 
 def add_proxy_parser(
@@ -73,6 +89,19 @@ def add_proxy_parser(
     group.add_argument(
         "--upstream-api-key", dest="api_key", metavar="KEY",
         help="the key to send upstream instead of the client's (or SPECTUI_API_KEY)",
+    )  # fmt: skip
+    group.add_argument(
+        "--max-body", type=byte_size, metavar="SIZE",
+        help="largest request body a client may send (default 64M; over it: 413)",
+    )  # fmt: skip
+    group.add_argument(
+        "--max-sse-line", type=byte_size, metavar="SIZE",
+        help="longest SSE line upstream may send in a generation stream (default 16M; over "
+        "it the stream ends with an SSE error event and upstream is closed)",
+    )  # fmt: skip
+    group.add_argument(
+        "--max-concurrency", type=_count, metavar="N",
+        help="requests handled at once (default 256; beyond it: 503)",
     )  # fmt: skip
     group.add_argument("--theme", help="TUI theme")
 
@@ -145,7 +174,13 @@ class JsonlWriter:
         # One record per request, not per token: flushing each at once costs nothing and lets
         # a closed pipe be noticed now rather than one request later.
         try:
-            self.out.write(json.dumps(request_record(record), ensure_ascii=False) + "\n")
+            line = json.dumps(request_record(record), ensure_ascii=False)
+            if not line.isascii():
+                try:
+                    line.encode()
+                except UnicodeEncodeError:  # (a lone surrogate: written escaped, not lost)
+                    line = json.dumps(request_record(record))
+            self.out.write(line + "\n")
             self.out.flush()
         except OutputClosed:
             pass
@@ -161,29 +196,21 @@ def client_key(args: argparse.Namespace) -> SecretStr | None:
     return SecretStr(key) if key else None
 
 
-def make_proxy(
-    settings: Settings, args: argparse.Namespace, engine: LiveEngine, *, keep_events: bool
-) -> tuple[TrafficProxy, WorkloadRecorder | None]:
-    """The proxy in front of the started ``engine``, with a recorder when `--record` asks."""
-    from spectui.app_setup import launch_flags, secrets_of
-    from spectui.core.traffic.hub import TrafficHub
-    from spectui.core.traffic.proxy import TrafficProxy
-    from spectui.core.traffic.record import WorkloadRecorder
-    from spectui.core.traffic.upstream import upstream_url
+def proxy_options(args: argparse.Namespace, *, keep_events: bool) -> ProxyOptions:
+    """The command line as typed options (nothing past here reads ``args``)."""
+    from spectui.core.traffic.models import ProxyLimits, ProxyOptions
 
-    key = client_key(args)
-    hub = TrafficHub(keep_events=keep_events or getattr(args, "record", None) is not None)
-    proxy = TrafficProxy(
-        upstream_url(engine, settings.url), hub=hub, upstream_key=settings.api_key, client_key=key
+    limits = {
+        name: getattr(args, name)
+        for name in ("max_body", "max_sse_line", "max_concurrency")
+        if getattr(args, name, None) is not None
+    }
+    return ProxyOptions(
+        client_key=client_key(args),
+        record=getattr(args, "record", None),
+        limits=ProxyLimits(**limits),
+        keep_events=keep_events,
     )
-    recorder = None
-    if (folder := getattr(args, "record", None)) is not None:
-        secrets = [*secrets_of(settings), *([key.get_secret_value()] if key else [])]
-        recorder = WorkloadRecorder(
-            folder, engine.info, flags=launch_flags(settings), secrets=secrets
-        )
-        hub.listeners.append(recorder)
-    return proxy, recorder
 
 
 def listening_socket(
@@ -194,8 +221,12 @@ def listening_socket(
     from spectui.core.traffic.record import prepare_folder
     from spectui.core.traffic.serve import bind, is_loopback, parse_listen
 
-    if (folder := getattr(args, "record", None)) is not None:
-        prepare_folder(folder)
+    if (folder := getattr(args, "record", None)) is not None and (
+        warning := prepare_folder(folder)
+    ):
+        print(f"spectui: warning: {warning}", file=sys.stderr)
+        if warn is not None:
+            warn(warning)
 
     host, port = parse_listen(getattr(args, "listen", DEFAULT_LISTEN))
     if not is_loopback(host):
@@ -210,10 +241,7 @@ def listening_socket(
 
 
 async def _headless(settings: Settings, args: argparse.Namespace) -> int:
-    from spectui.app_setup import build_engine
-    from spectui.core.llama.client import safe_url
-    from spectui.core.traffic.serve import ProxyServer
-    from spectui.core.traffic.upstream import start_upstream, upstream_url
+    from spectui.app_setup import build_engine, proxy_session
     from spectui.lifecycle import run_guarded
 
     def note(line: str) -> None:
@@ -221,27 +249,21 @@ async def _headless(settings: Settings, args: argparse.Namespace) -> int:
 
     sock = listening_socket(args)
     engine = build_engine(settings)
+    session = proxy_session(settings, proxy_options(args, keep_events=False), engine, sock)
     out = ThrottledOutput(sys.stdout)
+    # `spectui proxy --format jsonl | head -3` ends after three requests, as `cat` would.
+    session.hub.listeners.append(JsonlWriter(out, on_closed=session.stop))
 
     async def body() -> int:
-        if (problem := await start_upstream(engine, settings.url, on_note=note)) is not None:
+        if (problem := await session.start(on_note=note)) is not None:
             print(f"spectui: {problem}", file=sys.stderr)
             return 1
-        proxy, recorder = make_proxy(settings, args, engine, keep_events=False)
-        server = ProxyServer(proxy.app, sock)
-        # `spectui proxy --format jsonl | head -3` ends after three requests, as `cat` would.
-        proxy.hub.listeners.append(JsonlWriter(out, on_closed=server.stop))
-        print(
-            f"spectui: proxy listening on http://{server.address} -> "
-            f"{safe_url(upstream_url(engine, settings.url))} (metrics at {METRICS_PATH})",
-            file=sys.stderr,
-        )
+        print(f"spectui: proxy listening on {session.banner()}", file=sys.stderr)
         try:
-            await server.serve()
+            await session.serve()
         finally:
-            await proxy.aclose()
-            if recorder is not None and recorder.problem:
-                print(f"spectui: {recorder.problem}", file=sys.stderr)
+            for problem in session.problems():
+                print(f"spectui: {problem}", file=sys.stderr)
         return 0
 
     try:
@@ -256,23 +278,18 @@ def run_proxy(settings: Settings, args: argparse.Namespace) -> int:
     """Run `spectui proxy`; returns the exit status."""
     if getattr(args, "format", "tui") == "jsonl":
         return asyncio.run(_headless(settings, args))
-    from spectui.app_setup import build_engine
+    from spectui.app_setup import build_engine, proxy_session
     from spectui.ui.traffic_app import run_traffic_tui
 
     warnings: list[str] = []
     sock = listening_socket(args, warnings.append)
     engine = build_engine(settings)
-    recorders: list[WorkloadRecorder] = []
-
-    def make() -> TrafficProxy:
-        proxy, recorder = make_proxy(settings, args, engine, keep_events=True)
-        recorders.extend([recorder] if recorder is not None else [])
-        return proxy
-
+    session: ProxySession = proxy_session(
+        settings, proxy_options(args, keep_events=True), engine, sock
+    )
     try:
-        return asyncio.run(run_traffic_tui(engine, make, sock, settings, warnings=warnings))
+        return asyncio.run(run_traffic_tui(session, settings, warnings=warnings))
     finally:
         sock.close()
-        for recorder in recorders:  # said once the screen is gone, as the headless proxy does
-            if recorder.problem:
-                print(f"spectui: {recorder.problem}", file=sys.stderr)
+        for problem in session.problems():  # said once the screen is gone, as headless does
+            print(f"spectui: {problem}", file=sys.stderr)

@@ -99,6 +99,10 @@ class ChunkFields:
     """Why generation stopped, on the chunk that says so ('limit', 'eos', 'word', ...)."""
     model: str = ""
     """The model the chunk names."""
+    drafted: int = 0
+    """Draft tokens proposed so far (the timings' ``draft_n``; absent until > 0)."""
+    accepted: int = 0
+    """Draft tokens accepted so far (``draft_n_accepted``)."""
 
 
 def read_chunk(kind: EndpointKind, obj: dict[str, Any]) -> ChunkFields:
@@ -124,9 +128,12 @@ def read_chunk(kind: EndpointKind, obj: dict[str, Any]) -> ChunkFields:
             fields.text = _text(choice.get("text"))
         if finish := choice.get("finish_reason"):
             fields.stop_reason = FINISH_REASONS.get(str(finish), str(finish))
-    if not isinstance(predicted, int) and fields.timings is not None:
-        predicted = fields.timings.get("predicted_n")
-    fields.predicted = predicted if isinstance(predicted, int) else None
+    if fields.timings is not None:
+        if not isinstance(predicted, int):
+            predicted = fields.timings.get("predicted_n")
+        fields.drafted = _int(fields.timings.get("draft_n")) or 0
+        fields.accepted = _int(fields.timings.get("draft_n_accepted")) or 0
+    fields.predicted = _int(predicted)
     return fields
 
 

@@ -31,6 +31,7 @@ from typing import Any
 from spectui.core.events import StepEvent, TokenEvent
 from spectui.core.stream.attribution import Attributor, ChunkCounters
 from spectui.core.stream.dialects import (
+    ChunkFields,
     EndpointKind,
     error_line,
     is_final,
@@ -285,22 +286,20 @@ class StreamAttribution:
         if fields.stop_reason:
             self.stop_reason = fields.stop_reason
         if fields.timings is not None:
-            self._attribute(fields.text, fields.predicted, fields.timings, t)
+            self._attribute(fields, fields.timings, t)
         elif fields.text:
             self.text_parts.append(fields.text)
 
-    def _attribute(
-        self, text: str, predicted: int | None, timings: dict[str, Any], t: float
-    ) -> None:
+    def _attribute(self, fields: ChunkFields, timings: dict[str, Any], t: float) -> None:
         self.saw_timings = True
         self.last_timings = timings
-        counters = ChunkCounters(
-            text, predicted, timings.get("draft_n", 0), timings.get("draft_n_accepted", 0)
-        )
+        text = fields.text
+        counters = ChunkCounters(text, fields.predicted, fields.drafted, fields.accepted)
         tracker = self.tracker
-        if prompt_n := timings.get("prompt_n"):
+        if isinstance(prompt_n := timings.get("prompt_n"), int) and prompt_n:
             tracker.prompt_tokens = prompt_n
-            tracker.prompt_tokens_per_second = timings.get("prompt_per_second") or None
+            rate = timings.get("prompt_per_second")
+            tracker.prompt_tokens_per_second = rate if isinstance(rate, int | float) else None
         attributed = self.attributor.feed(counters, t)
         tracker.on_attributed(attributed)
         if self.keep_events:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
+from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from spectui.core.events import RunMetrics
 from spectui.core.stream.dialects import EndpointKind
@@ -37,6 +38,21 @@ class ProxyLimits(BaseModel):
     max_concurrency: int = Field(default=256, gt=0)
     """Requests handled at once (beyond: 503 and one JSON line). A llama-server serves a few
     slots at a time; the rest only queue there, each holding its body here."""
+
+
+class ProxyOptions(BaseModel):
+    """How `spectui proxy` was asked to run, once the command line is read."""
+
+    model_config = ConfigDict(frozen=True)
+
+    client_key: SecretStr | None = None
+    """The key the proxy's own clients must send (None: no key asked)."""
+    record: Path | None = None
+    """The folder to record every request to (None: nothing recorded)."""
+    limits: ProxyLimits = Field(default_factory=ProxyLimits)
+    """Bounds on what one client may make the proxy hold."""
+    keep_events: bool = False
+    """Keep every token and step event of live requests (the TUI's token view)."""
 
 
 class RequestStatus(StrEnum):
@@ -132,5 +148,14 @@ class TrafficRecord(BaseModel):
         return None
 
 
-__all__ = ["METRICS_PATH", "MIB", "NO_DETAIL", "EndpointKind", "ProxyLimits", "RequestInfo",
-           "RequestStatus", "TrafficRecord"]  # fmt: skip
+__all__ = [
+    "METRICS_PATH",
+    "MIB",
+    "NO_DETAIL",
+    "EndpointKind",
+    "ProxyLimits",
+    "ProxyOptions",
+    "RequestInfo",
+    "RequestStatus",
+    "TrafficRecord",
+]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import re
 import time
 from collections.abc import Callable
 
@@ -46,6 +47,14 @@ from spectui.core.traffic.prom import CONTENT_TYPE, ProxyMetrics
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 _AUTH = frozenset({"authorization", "x-api-key"})
+
+_FIELD_VALUE = re.compile(r"[\x21-\x7e\x80-\xff]([\t\x20-\x7e\x80-\xff]*[\x21-\x7e\x80-\xff])?")
+"""A header value HTTP allows (RFC 9110 §5.5; h11 checks the same)."""
+
+BAD_UPSTREAM_KEY = (
+    "spectui proxy: the upstream API key is not a valid HTTP header value (a trailing space or "
+    "line end?); its value is not shown"
+)
 
 CONNECT_TIMEOUT_S = 10.0
 """How long the upstream may take to accept a connection. There is no read timeout: a long
@@ -109,6 +118,13 @@ class TrafficProxy:
         self.hub.listeners.append(self.metrics)
         self.limits = limits or ProxyLimits()
         self._upstream_key = upstream_key
+        self.key_problem: str | None = None
+        """Why the upstream key cannot be sent (checked once here, so no library ever gets the
+        chance to quote it in an error), or None."""
+        if upstream_key is not None and not _FIELD_VALUE.fullmatch(
+            f"Bearer {upstream_key.get_secret_value()}"
+        ):
+            self.key_problem = BAD_UPSTREAM_KEY
         self._client_key = client_key.get_secret_value().encode() if client_key else None
         self.clock = clock
         self.active = 0
@@ -199,6 +215,13 @@ class TrafficProxy:
             return
         path = request.url.path
         kind = GENERATION_PATHS.get(path) if request.method == "POST" else None
+        if self.key_problem is not None:
+            await client.respond(_error(502, self.key_problem, "unavailable_error"))
+            if kind is not None:
+                live = self.hub.start(path, kind, _peer(request), prepare_body(kind, raw))
+                self.hub.finish(live, status=RequestStatus.ERROR, http_status=502,
+                                error=self.key_problem)  # fmt: skip
+            return
         headers = self._upstream_headers(request, generation=kind is not None)
         if kind is None:
             await while_connected(
@@ -206,8 +229,7 @@ class TrafficProxy:
             )
             return
         body = prepare_body(kind, raw)
-        peer = f"{request.client.host}:{request.client.port}" if request.client else "?"
-        live = self.hub.start(path, kind, peer, body)
+        live = self.hub.start(path, kind, _peer(request), body)
         try:
             await while_connected(
                 receive, self._generation(request, body, headers, live, client), client.answered
@@ -398,6 +420,10 @@ class TrafficProxy:
 
 
 _LENGTH = frozenset({b"content-length"})
+
+
+def _peer(request: Request) -> str:
+    return f"{request.client.host}:{request.client.port}" if request.client else "?"
 
 
 def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes:

@@ -1,14 +1,18 @@
 """Serving the proxy's ASGI app with uvicorn, on the caller's event loop.
 
 spectui's lifecycle owns the signals (SIGHUP/SIGTERM stop a launched llama-server too), so
-uvicorn's own signal capture is switched off; the socket is bound here first, so a port in use
-is one clear line instead of uvicorn's `sys.exit`.
+uvicorn's own signal capture is switched off, and its 10 Hz tick with it (`LEAN_UVICORN`: two
+overridden methods of `uvicorn.Server`, gated; the stock server is used under `SPECTUI_STOCK=1`
+or another uvicorn, and then captures SIGINT/SIGTERM itself and re-raises them once stopped).
+The socket is bound here first, so a port in use is one clear line instead of uvicorn's
+`sys.exit`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import ipaddress
 import socket
 from collections.abc import Iterator
@@ -17,6 +21,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from spectui.core.errors import SpectuiError
+from spectui.core.overrides import Override, enabled
 
 SHUTDOWN_GRACE_S = 2
 """How long open streams may take to end when the proxy stops."""
@@ -76,11 +81,32 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-class _Server(uvicorn.Server):
+LEAN_UVICORN = Override(name="lean-uvicorn", library="uvicorn", tested_version="0.54.0")
+"""`_LeanServer`: `uvicorn.Server.capture_signals` and `main_loop` overridden."""
+
+
+def _server_hooks_present() -> bool:
+    server = uvicorn.Server
+    tick = inspect.signature(server.on_tick).parameters
+    return (
+        inspect.isfunction(server.capture_signals)
+        and inspect.iscoroutinefunction(server.main_loop)
+        and inspect.iscoroutinefunction(server.on_tick)
+        and list(tick) == ["self", "counter"]
+    )
+
+
+class _StockServer(uvicorn.Server):
+    """uvicorn's own server (what `stop` needs, nothing overridden)."""
+
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)
         self.exit_requested = asyncio.Event()
-        """Set by `ProxyServer.stop` (with ``should_exit``)."""
+        """Set by `ProxyServer.stop` (with ``should_exit``, which this server polls at 10 Hz)."""
+
+
+class _LeanServer(_StockServer):
+    """No signal capture (spectui's own), no 10 Hz tick."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -102,6 +128,8 @@ class ProxyServer:
         config = uvicorn.Config(
             app,
             lifespan="off",
+            interface="asgi3",  # (a bound method: uvicorn's guess would take it for ASGI 2)
+            proxy_headers=False,  # (the client's own address, not one X-Forwarded-For claims)
             log_level="warning",
             access_log=False,  # nothing about requests goes to a log (headers hold keys)
             server_header=False,  # the client sees upstream's `server`, not ours
@@ -109,7 +137,8 @@ class ProxyServer:
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
             timeout_keep_alive=30,
         )
-        self._server = _Server(config)
+        lean = enabled(LEAN_UVICORN, _server_hooks_present)
+        self._server = (_LeanServer if lean else _StockServer)(config)
 
     @property
     def address(self) -> str:
