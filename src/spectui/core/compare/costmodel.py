@@ -23,6 +23,12 @@ the points more than `TRIM` median errors (and 10 %) off (a run disturbed by a n
 - `fit_decodes`: from one recorded run's decodes (a session file): each decode's own time, from
   the arrival of its first token to the next one's.
 
+A machine shared with other work runs some rounds of a comparison slower than others, every
+config alike (seen here: the same baseline run 1.2 to 10 tok/s an hour apart). Each round
+(``block``) therefore gets a speed factor, fitted with the costs by alternating the two fits
+(`block_speed`, geometric mean 1); a run's prediction is at its round's speed. Speedups within a
+round (what tune ranks by) do not depend on the factors.
+
 Predicted tokens/s is ``(tokens - 1) / predicted decode time``: the decode rate, as measured.
 ``median_abs_error`` is the median of ``|predicted - measured| / measured`` tokens/s over every
 run used (trimmed ones included: the error is not flattered by what the fit left out).
@@ -36,7 +42,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from spectui.core.compare.models import ComparePlan, RunRecord
 
@@ -84,6 +90,9 @@ class CostModel(BaseModel):
     """Of those, left out of the refit as outliers."""
     source: Literal["runs", "decodes"] = "runs"
     """Fitted on whole runs (a comparison) or on one run's decodes (a session)."""
+    block_speed: dict[str, float] = Field(default_factory=dict)
+    """Round -> how much slower than typical the machine ran then (time x this; geometric mean
+    1): a busy machine slows every config of a round alike. Empty: one round, or none."""
 
     @property
     def decode_ms(self) -> float:
@@ -104,12 +113,15 @@ class CostModel(BaseModel):
         return self.decode_ms * decodes + per * drafted
 
     def predict_run(self, record: RunRecord, group: str | None) -> float | None:
-        """Predicted tokens/s (decode rate) of a finished run."""
+        """Predicted tokens/s (decode rate) of a finished run, at its round's machine speed."""
         point = run_point(record, group)
         if point is None:
             return None
         ms = self.decode_time_ms(point.decodes, point.drafted, group)
-        return (record.tokens - 1) / (ms / 1000) if ms and ms > 0 else None
+        if not ms or ms <= 0:
+            return None
+        ms *= self.block_speed.get(str(record.round), 1.0)
+        return (record.tokens - 1) / (ms / 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +136,8 @@ class CostPoint:
     """Cost group (None: no speculation)."""
     ms: float
     """Measured time."""
+    block: int = 0
+    """Which stretch of time it ran in (a compare round): each gets its own machine speed."""
 
 
 def run_point(record: RunRecord, group: str | None) -> CostPoint | None:
@@ -134,7 +148,7 @@ def run_point(record: RunRecord, group: str | None) -> CostPoint | None:
     if decodes <= 0:
         return None
     ms = (record.tokens - 1) / record.tokens_per_second * 1000
-    return CostPoint(decodes, record.drafted, group, ms)
+    return CostPoint(decodes, record.drafted, group, ms, record.round)
 
 
 def fit_points(points: Sequence[CostPoint], source: Literal["runs", "decodes"]) -> CostModel | None:
@@ -142,9 +156,11 @@ def fit_points(points: Sequence[CostPoint], source: Literal["runs", "decodes"]) 
     usable = [p for p in points if p.ms > 0 and p.decodes > 0]
     if len(usable) < MIN_POINTS:
         return None
-    params = _fit(usable)
-    if params is None:
+    fitted = _fit_blocks(usable)
+    if fitted is None:
         return None
+    params, factors = fitted
+    usable = [_scaled(p, factors) for p in usable]
     errors = _errors(usable, params)
     typical = statistics.median(errors)
     limit = max(TRIM * typical, TRIM_FLOOR)
@@ -162,7 +178,46 @@ def fit_points(points: Sequence[CostPoint], source: Literal["runs", "decodes"]) 
         points=len(usable),
         trimmed=trimmed,
         source=source,
+        block_speed={str(b): round(f, 6) for b, f in sorted(factors.items())}
+        if len(factors) > 1
+        else {},
     )
+
+
+BLOCK_ITERATIONS = 10
+"""Alternations between the costs and the blocks' speeds (they settle in a few)."""
+
+
+def _scaled(point: CostPoint, factors: dict[int, float]) -> CostPoint:
+    factor = factors.get(point.block, 1.0)
+    return CostPoint(point.decodes, point.drafted, point.group, point.ms / factor, point.block)
+
+
+def _fit_blocks(points: Sequence[CostPoint]) -> tuple[dict[str, float], dict[int, float]] | None:
+    """The costs, and each block's speed factor (time x factor: a round that ran while the
+    machine was busier is slower for every config alike), by alternating the two fits.
+
+    The factors' geometric mean is 1, so the costs are those of a typical round. One block: no
+    factor (1).
+    """
+    factors = dict.fromkeys({p.block for p in points}, 1.0)
+    params = _fit(points)
+    if params is None or len(factors) == 1:
+        return (params, factors) if params is not None else None
+    for _ in range(BLOCK_ITERATIONS):
+        ratios: dict[int, list[float]] = {}
+        for p in points:
+            ms = _predicted_ms(p, params)
+            if ms > 0:
+                ratios.setdefault(p.block, []).append(p.ms / ms)
+        raw = {b: statistics.median(ratios[b]) if ratios.get(b) else 1.0 for b in factors}
+        mean = math.exp(statistics.fmean(math.log(v) for v in raw.values()))
+        factors = {b: v / mean for b, v in raw.items()}
+        refit = _fit([_scaled(p, factors) for p in points])
+        if refit is None:
+            break
+        params = refit
+    return params, factors
 
 
 def fit_runs(plan: ComparePlan, records: Iterable[RunRecord]) -> CostModel | None:
@@ -249,12 +304,16 @@ def _least_squares(rows: Sequence[Sequence[float]], y: Sequence[float]) -> list[
     return theta
 
 
+def _predicted_ms(p: CostPoint, params: dict[str, float]) -> float:
+    per = params.get(drafted_key(p.group)) if p.group else 0.0
+    return params[DECODE] * p.decodes + (per or 0.0) * p.drafted
+
+
 def _errors(points: Sequence[CostPoint], params: dict[str, float]) -> list[float]:
     """|predicted - measured| / measured *rate* (rate = work / time) per point."""
     out = []
     for p in points:
-        per = params.get(drafted_key(p.group)) if p.group else 0.0
-        ms = params[DECODE] * p.decodes + (per or 0.0) * p.drafted
+        ms = _predicted_ms(p, params)
         out.append(abs(p.ms / ms - 1) if ms > 0 else math.inf)
     return out
 

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from spectui import __version__
+from spectui.core.compare.costmodel import CostModel, PredictedSpeedup
 from spectui.core.compare.store import CompareDocument
 from spectui.core.tune.space import Candidate, Skipped
 
@@ -49,6 +50,8 @@ class PromptResult(BaseModel):
     """Median tokens per verification step."""
     net_loss: bool = False
     """Clearly slower than no speculation."""
+    predicted: PredictedSpeedup | None = None
+    """The speedup the cost model predicts from the first run's acceptance (`tune.predict`)."""
 
 
 class CandidateResult(BaseModel):
@@ -74,6 +77,13 @@ class CandidateResult(BaseModel):
     """Prompt key -> its result there."""
     overall: PromptResult = PromptResult()
     """Every prompt's paired speedups pooled."""
+    predicted_from: str | None = None
+    """The longer-draft candidate whose runs predicted this one in round one (None: its own)."""
+
+    @property
+    def predicted(self) -> PredictedSpeedup | None:
+        """The overall predicted speedup."""
+        return self.overall.predicted
 
 
 class Winner(BaseModel):
@@ -154,5 +164,10 @@ class TuneDocument(BaseModel):
     """Advice from the winners' per-position acceptance, one line each."""
     settled: list[str] = Field(default_factory=list)
     """Per prompt, what is settled and what is not, one line each."""
+    cost_model: CostModel | None = None
+    """The step cost fitted on every run (a copy of the compare document's, for readers)."""
+    ranked_by: Literal["prediction", "timings"] = "timings"
+    """How round one was ranked: by predicted speedup (the cost model explains the runs) or, as
+    before, by the measured one."""
     compare: CompareDocument
     """The runs and the race's plan (which candidates ran in which round): what --resume uses."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+from spectui.core.compare.costmodel import PredictedSpeedup
 from spectui.core.compare.models import ComparePlan, RunRecord
 from spectui.core.compare.stats import TOO_NOISY, bootstrap_interval
 from spectui.core.compare.verdict import MIN_KEEP_ROUNDS, SummaryRow, paired_speedups
@@ -17,6 +18,7 @@ from spectui.core.tune.models import (
     TuneDocument,
     Winner,
 )
+from spectui.core.tune.predict import predict
 from spectui.core.tune.space import Candidate
 
 ACCEPT_HINT = 0.2
@@ -264,12 +266,39 @@ def settled_lines(plan: ComparePlan, rows: list[SummaryRow], complete: bool) -> 
     return lines
 
 
+def with_prediction(
+    result: CandidateResult,
+    predicted: tuple[PredictedSpeedup | None, dict[str, PredictedSpeedup]] | None,
+    space: Sequence[Candidate],
+) -> CandidateResult:
+    """``result`` with its predicted speedups (overall and per prompt) beside the measured."""
+    source = next((c.predicted_from for c in space if c.text == result.config), None)
+    if predicted is None:
+        return result.model_copy(update={"predicted_from": source})
+    overall, per_prompt = predicted
+    results = {
+        key: res.model_copy(update={"predicted": per_prompt.get(key)})
+        for key, res in result.results.items()
+    }
+    for key, value in per_prompt.items():
+        results.setdefault(key, PromptResult(predicted=value))
+    return result.model_copy(
+        update={
+            "overall": result.overall.model_copy(update={"predicted": overall}),
+            "results": results,
+            "predicted_from": source,
+        }
+    )
+
+
 def refreshed(document: TuneDocument) -> TuneDocument:
     """``document`` with every finding recomputed from its compare document."""
     compare = document.compare
     plan = compare.plan
     rows = compare.summary
     results = candidate_results(plan, compare.runs, rows, document.space)
+    predicted = predict(plan, compare.runs, compare.cost_model, document.space)
+    results = [with_prediction(c, predicted.get(c.config), document.space) for c in results]
     prompts = [p.key for p in plan.prompts]
     won = winners(results, prompts, document.launch)
     by_config = {c.config: c for c in results}
@@ -290,5 +319,6 @@ def refreshed(document: TuneDocument) -> TuneDocument:
             "curves": curves(results),
             "hints": hints,
             "settled": settled_lines(plan, rows, document.complete),
+            "cost_model": compare.cost_model,
         }
     )

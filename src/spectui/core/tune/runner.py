@@ -39,6 +39,7 @@ from spectui.core.compare.store import (
 from spectui.core.engine.base import Engine
 from spectui.core.events import ServerState
 from spectui.core.tune.models import TuneDocument
+from spectui.core.tune.predict import usable
 from spectui.core.tune.report import refreshed
 from spectui.core.tune.search import extended, next_round
 
@@ -157,7 +158,11 @@ class TuneRunner:
             compare = self.document.compare
             pending = [j for j in compare.plan.jobs() if j.seq not in finished_seqs(compare)]
             if not pending:
-                active = next_round(compare.plan, compare.summary)
+                ranked = usable(self.document.cost_model) and compare.plan.reps == 1
+                predicted = {c.config: c.predicted for c in self.document.candidates}
+                active = next_round(compare.plan, compare.summary, predicted if ranked else None)
+                if compare.plan.reps == 1:
+                    self.save(ranked_by="prediction" if ranked else "timings")
                 if active is None:
                     yield "finished"
                     return

