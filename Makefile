@@ -16,7 +16,7 @@ LOCK := requirements/lock.txt
 EXTRAS := demo,dev
 comma := ,
 
-.PHONY: setup demo test check lint clean bench lock screenshots
+.PHONY: setup demo test test-fast snapshots check lint clean bench lock screenshots
 
 setup: $(VENV)/.spectui-installed
 
@@ -34,8 +34,27 @@ $(VENV)/.spectui-installed: pyproject.toml $(LOCK)
 demo: setup
 	$(VENV)/bin/spectui --builtin table-row --run
 
+# The suite, then the UI, transport and proxy tests again with every private-API override off
+# (SPECTUI_STOCK=1: the stock Textual/httpx/uvicorn paths the overrides fall back to), with a few
+# real-server runs of the TUI, `stream` and `proxy`.
+STOCK_TESTS := tests/ui tests/unit/test_overrides.py tests/unit/test_transport.py \
+	tests/unit/test_proxy.py tests/unit/test_exchange.py \
+	tests/integration/test_tui_real.py::test_run_colours_switch_and_quit \
+	tests/integration/test_stream_real.py::test_jsonl_records \
+	tests/integration/test_proxy_real.py::test_openai_sdk_streams_through_the_proxy \
+	tests/integration/test_proxy_real.py::test_traffic_tui_over_a_real_server
+
 test: setup
 	$(PY) -m pytest
+	SPECTUI_STOCK=1 $(PY) -m pytest $(STOCK_TESTS)
+
+# The developer's loop: no llama-server (tests marked `server` are deselected).
+test-fast: setup
+	$(PY) -m pytest -m "not server"
+
+# Redraw the SVG snapshots after a deliberate change to the screen; look at the report first.
+snapshots: setup
+	$(PY) -m pytest tests/ui --snapshot-update
 
 # The lock covers Linux x86_64, Python 3.11 (what CI and the developers' machines are), whatever
 # the machine running this; versions already in it are kept (uv's preference for the output file).
