@@ -2,7 +2,11 @@
 config of an exhaustive grid (`spectui compare` of every candidate of the same space, 3 rounds),
 on the built-in prompts, with Gemma 3 270M on this machine.
 
-    python bench/tune_vs_grid.py [--budget 10m] [--reps 3] [--n-predict 64]
+    python bench/tune_vs_grid.py [--budget 10m] [--reps 3] [--n-predict 64] [--types T,T]
+
+Ratios of one run (`ratios`): tune's overall pick over the grid's best (goal >= 0.95) and tune's
+wall time over the grid's (goal <= 0.25); `prediction`: how tune's predicted overall speedups
+(from its first round) compare with the grid's measured ones.
 
 Writes bench/results/tune_vs_grid.json (both documents' paths and the comparison) and prints it.
 Regret is the grid's speedup of its own best config over the grid's speedup of tune's winner
@@ -14,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import subprocess
 import sys
 import time
@@ -42,6 +47,7 @@ def main() -> int:
     parser.add_argument("--reps", default="3")
     parser.add_argument("--n-predict", default="64")
     parser.add_argument("--prompts", default="builtin")
+    parser.add_argument("--types", default="", help="only these spec types (a reduced space)")
     parser.add_argument(
         "--report-only", action="store_true", help="recompute the comparison from the last files"
     )
@@ -55,9 +61,10 @@ def main() -> int:
         return _report(tune, grid, tune_s, grid_s)
     for path in (tune_out, grid_out):
         path.unlink(missing_ok=True)
+    types = ["--types", args.types] if args.types else []
     tune_s = _spectui(
         "tune", "--prompts", args.prompts, "--budget", args.budget, "--json", str(tune_out),
-        "--no-chart", *common, "--", "--no-warmup",
+        "--no-chart", *types, *common, "--", "--no-warmup",
     )  # fmt: skip
     tune = json.loads(tune_out.read_text())
     configs = [c["text"] for c in tune["space"]]
@@ -88,8 +95,33 @@ def _report(tune: dict[str, Any], grid: dict[str, Any], tune_s: float, grid_s: f
     in_race = [c for c in tune["candidates"] if c["out_after"] is None]
     leader = max(in_race, key=lambda c: c["overall"]["speedup"] or 0.0, default=None)
     leader_config = leader["config"] if leader else None
+    predicted = {
+        c["config"]: (c["overall"].get("predicted") or {}).get("speedup")
+        for c in tune["candidates"]
+    }
+    ranked = [c for c in scores if predicted.get(c)]
+    rank_error = [abs(predicted[c] / scores[c] - 1) for c in ranked if scores[c]]
     report = {
+        "command": " ".join(sys.argv),
         "space": len(configs),
+        "ratios": {
+            "pick_over_grid_best": round(scores.get(winner or "", 0.0) / scores[best], 3)
+            if winner
+            else None,
+            "pick_over_grid_best_clean": round(scores.get(winner or "", 0.0) / scores[clean], 3)
+            if winner and clean
+            else None,
+            "tune_wall_over_grid_wall": None if math.isnan(grid_s) else round(tune_s / grid_s, 3),
+            "tune_runs_over_grid_runs": round(len(tune["compare"]["runs"]) / len(grid["runs"]), 3),
+        },
+        "prediction": {
+            "ranked_by": tune.get("ranked_by"),
+            "cost_model": tune.get("cost_model"),
+            "median_abs_error_predicted_vs_grid_speedup": round(statistics.median(rank_error), 3)
+            if rank_error
+            else None,
+            "per_config": {c: [predicted[c], round(scores[c], 3)] for c in ranked},
+        },
         "tune": {
             "seconds": round(tune_s),
             "runs": len(tune["compare"]["runs"]),

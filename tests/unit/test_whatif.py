@@ -180,3 +180,39 @@ def test_a_missing_or_foreign_file_is_one_line(
     other.write_text("hello\n")
     assert main(["whatif", str(other)]) != 0
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_the_metrics_hint_needs_enough_steps_and_names_a_better_maximum() -> None:
+    from spectui.core.compare.whatif import HINT_MIN_STEPS, hint
+
+    few = _session(STEPS[: HINT_MIN_STEPS - 1])
+    assert hint(few.events, None, "draft-simple") is None
+    # Every step accepts everything: a longer draft is predicted to win.
+    full = _session([(4, 4)] * 20)
+    line = hint(full.events, None, "draft-simple")
+    assert line is not None and line.startswith("n-max ") and "predicted" in line
+
+
+async def test_the_metrics_pane_shows_the_hint_only_after_a_run_with_enough_data() -> None:
+    from textual.app import App, ComposeResult
+
+    from spectui.ui.widgets.metrics import MetricsPane, RunColumn
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield MetricsPane(id="m")
+
+    session = _session([(4, 4)] * 20)
+    tokens = [e for e in session.events if isinstance(e, TokenEvent)]
+    steps = [e for e in session.events if isinstance(e, StepEvent)]
+    async with Host().run_test() as pilot:
+        pane = pilot.app.query_one(MetricsPane)
+        pane.begin(RunColumn("draft-simple", "p", RunMetrics()))
+        pane.add_run_events(tokens, steps)
+        assert pane.prediction is None  # not while it runs
+        pane.finish("limit", RunMetrics(tokens=len(tokens)))
+        assert pane.prediction is not None and pane.prediction.startswith("n-max")
+        pane.begin(RunColumn("draft-simple", "p", RunMetrics()))
+        assert pane.prediction is None
+        pane.finish("stopped", RunMetrics())
+        assert pane.prediction is None

@@ -21,7 +21,7 @@ the recorded K, so a bias of the model common to both cancels.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from spectui.core.compare.costmodel import CostModel, fit_decodes, spec_group
 from spectui.core.errors import SpectuiError
 from spectui.core.events import StepEvent, TokenEvent
+from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.sessions.file import Session
 
 
@@ -128,11 +129,18 @@ class WhatIf(BaseModel):
 
 def session_counts(session: Session) -> tuple[StepCounts, list[tuple[int, float]]]:
     """The run's steps and, per decode after the first token, (drafted, ms it took)."""
+    return event_counts(session.events, session.header.server.spec)
+
+
+def event_counts(
+    events: Iterable[object], spec: SpecConfig | None
+) -> tuple[StepCounts, list[tuple[int, float]]]:
+    """`session_counts` from a run's events in order (a step before its tokens)."""
     steps: dict[int, StepEvent] = {}
     decodes: list[tuple[int, float]] = []
     singles = 0
     previous: float | None = None
-    for event in session.events:
+    for event in events:
         if isinstance(event, StepEvent):
             steps[event.index] = event
         elif isinstance(event, TokenEvent):
@@ -151,7 +159,6 @@ def session_counts(session: Session) -> tuple[StepCounts, list[tuple[int, float]
                     decodes.append((drafted, (event.t - previous) * 1000))
                 previous = event.t
     ordered = [steps[i] for i in sorted(steps)]
-    spec = session.header.server.spec
     k = spec.draft_n_max if spec is not None and spec.draft_n_max else None
     k = k or max((s.drafted for s in ordered), default=0)
     counts = StepCounts(
@@ -194,24 +201,38 @@ def what_if(
     """Predictions at each of ``draft_maxima``; ``model``: a fitted cost model of the same server
     (else one is fitted on this run's own decodes)."""
     counts, decodes = session_counts(session)
-    spec = session.header.server.spec
+    summary = session.summary
+    measured = summary.metrics.tokens_per_second if summary is not None else None
+    return predict_counts(
+        counts, decodes, session.header.server.spec, draft_maxima, model, session.name, measured
+    )
+
+
+def predict_counts(
+    counts: StepCounts,
+    decodes: Sequence[tuple[int, float]],
+    spec: SpecConfig | None,
+    draft_maxima: Sequence[int],
+    model: CostModel | None = None,
+    name: str = "the run",
+    measured: float | None = None,
+) -> WhatIf:
+    """`what_if` from a run's counts and decode times (``name``: the run, for messages)."""
     group = spec_group(spec.types) if spec is not None else None
     if counts.steps == 0 or counts.draft_max < 1:
-        raise WhatIfError(f"{session.name}: the run has no verification steps to predict from")
+        raise WhatIfError(f"{name}: the run has no verification steps to predict from")
     group = group or ("ngram" if spec is None else None)
     if model is None:
         model = fit_decodes(decodes, group)
         if model is None or len({d for d, _ in decodes}) < 2:
             raise WhatIfError(
-                f"{session.name}: every decode of this run verified the same batch, so its step "
+                f"{name}: every decode of this run verified the same batch, so its step "
                 "times cannot tell the cost of a decode from that of a drafted token; give "
                 "--cost-model with a compare or tune file of the same server"
             )
     if model.drafted_ms(group) is None:
         raise WhatIfError(f"the cost model has no drafted-token cost for {group} (another spec)")
     recorded_rate = _rate(counts, model, group, counts.draft_max)
-    summary = session.summary
-    measured = summary.metrics.tokens_per_second if summary is not None else None
     out = []
     for k_new in draft_maxima:
         per_step, _, extrapolated = predict_at(counts, k_new)
@@ -244,6 +265,35 @@ def what_if(
         ),
         predictions=out,
     )
+
+
+HINT_MIN_STEPS = 16
+"""A run with fewer verification steps than this gets no draft-length hint."""
+HINT_MAX_ERROR = 0.25
+"""...nor one whose own decodes the cost model fits worse than this (median error)."""
+HINT_MIN_GAIN = 0.05
+"""...nor a hint that predicts less than this gain."""
+
+
+def hint(events: Iterable[object], spec: SpecConfig | None, spec_label: str) -> str | None:
+    """'n-max 4 predicted 1.3x of this run', after a run, when its steps say enough."""
+    counts, decodes = event_counts(events, spec)
+    if counts.steps < HINT_MIN_STEPS or counts.draft_max < 1:
+        return None
+    k = counts.draft_max
+    maxima = sorted({1, 2, 3, 4, 6, 8, 12, 16, k // 2, k * 2} - {0})
+    try:
+        result = predict_counts(counts, decodes, spec, maxima)
+    except WhatIfError:
+        return None
+    error = result.cost_model.median_abs_error
+    if error is None or error > HINT_MAX_ERROR:
+        return None
+    kind = spec_label.split(" ", 1)[0]
+    flag = "size-m" if kind in ("ngram-simple", "ngram-map-k", "ngram-map-k4v") else "n-max"
+    line = best_line(result, flag)
+    best = max(result.predictions, key=lambda p: p.tokens_per_second)
+    return line if best.speedup_vs_recorded >= 1 + HINT_MIN_GAIN else None
 
 
 def best_line(result: WhatIf, flag: str = "n-max") -> str | None:

@@ -12,6 +12,7 @@ from spectui.core.tune.models import CandidateResult, PromptResult, TuneDocument
 LEADERBOARD_COLUMNS = (
     "config",
     "speedup (95% CI)",
+    "predicted",
     "TTFT",
     "memory",
     "acceptance",
@@ -30,6 +31,14 @@ def fmt_speedup(result: PromptResult) -> str:
     if result.low is not None and result.high is not None and result.rounds > 1:
         text += f" ({result.low:.2f}–{result.high:.2f})"
     return text
+
+
+def fmt_predicted(result: PromptResult) -> str:
+    """'1.85x (1.70–2.01)': the cost model's speedup from the first run's acceptance."""
+    p = result.predicted
+    if p is None:
+        return "–"
+    return f"{p.speedup:.2f}x ({p.low:.2f}–{p.high:.2f})"
 
 
 def fmt_ttft(result: PromptResult) -> str:
@@ -60,7 +69,9 @@ def leaderboard(
     rows = []
     for c in document.candidates:
         result = c.overall if prompt is None else c.results.get(prompt)
-        if result is None or (result.speedup is None and result.verdict != "failed"):
+        if result is None or (
+            result.speedup is None and result.verdict != "failed" and result.predicted is None
+        ):
             continue
         verdict = result.verdict + (" · net loss" if result.net_loss else "")
         if c.out_after is not None and result.verdict in ("inconclusive", "pending"):
@@ -69,6 +80,7 @@ def leaderboard(
         cells = [
             c.label,
             fmt_speedup(result),
+            fmt_predicted(result),
             fmt_ttft(result),
             fmt_price(result),
             "–" if result.acceptance is None else f"{result.acceptance:.0%}",
@@ -93,6 +105,22 @@ def noise_line(document: TuneDocument) -> str | None:
         return None
     text = f"noise floor ±{noise:.0%} (the baseline against itself, round to round)"
     return text + (": too noisy to call anything" if noise > TOO_NOISY else "")
+
+
+def cost_line(document: TuneDocument) -> str:
+    """'cost model: decode 24 ms + 3.1 ms per drafted token (ngram), median error 4 %; round
+    one ranked by prediction'."""
+    model = document.cost_model
+    how = f"round one ranked by {document.ranked_by}"
+    if model is None:
+        return f"cost model: not fitted yet; {how}"
+    parts = [f"decode {model.decode_ms:.3g} ms"]
+    for key, value in model.parameters.items():
+        if key.startswith("drafted_ms."):
+            parts.append(f"{value:.3g} ms per drafted token ({key.removeprefix('drafted_ms.')})")
+    error = model.median_abs_error
+    tail = f", median error {error:.0%}" if error is not None else ""
+    return f"cost model: {' + '.join(parts)}{tail}; {how}"
 
 
 def status_line(document: TuneDocument) -> str:
@@ -123,6 +151,7 @@ def to_markdown(document: TuneDocument) -> str:
         f"- {status_line(document)}; {plan.reps} round(s), {len(compare.runs)} runs",
         f"- memory budget: {plan.memory_budget.describe(gpu=False)}",
         f"- {noise_line(document) or 'noise floor: not measured yet'}",
+        f"- {cost_line(document)}",
         "- rule: a keep is faster beyond the noise floor (95 % bootstrap interval of paired "
         "speedups), in at least 3 rounds, with the same answers and within the memory budget",
         "",

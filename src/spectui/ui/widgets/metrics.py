@@ -7,6 +7,7 @@ from the wall clock here.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from time import monotonic
 from typing import ClassVar, Self
@@ -19,7 +20,8 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
 
-from spectui.core.events import MemoryEvent, RunMetrics
+from spectui.core.compare.whatif import hint
+from spectui.core.events import MemoryEvent, RunMetrics, StepEvent, TokenEvent
 from spectui.ui import format as fmt
 
 
@@ -146,11 +148,22 @@ class MetricsPane(Widget):
         self._strips: list[Strip] | None = None
         self._strips_width = 0
         self._looks_now: _Looks | None = None
+        self._run_events: list[StepEvent | TokenEvent] = []
+        """The run's steps and tokens, for the draft-length hint once it ends."""
+        self.prediction: str | None = None
+        """'n-max 4 predicted 1.3x of this run' after a run whose steps say enough, else None."""
+
+    def add_run_events(self, tokens: Sequence[TokenEvent], steps: Sequence[StepEvent] = ()) -> None:
+        """Keep a batch's steps and tokens (steps first: a step comes before its tokens)."""
+        self._run_events.extend(steps)
+        self._run_events.extend(tokens)
 
     def begin(self, record: RunColumn) -> None:
         """A new run: the current one (if any) becomes the previous one."""
         width = self.size.width
         lines_before = self._line_count(width)
+        self._run_events = []
+        self.prediction = None
         if self.current is not None:
             self.previous = self.current
         self.current = record
@@ -160,7 +173,8 @@ class MetricsPane(Widget):
 
     def _line_count(self, width: int) -> int:
         warnings = _warning_lines(self.current, self.previous, width)
-        return 1 + len(warnings) + len(_rows(self.current, self.previous, self.memory))
+        extra = 1 if self.prediction else 0
+        return 1 + len(warnings) + len(_rows(self.current, self.previous, self.memory)) + extra
 
     def update_metrics(self, metrics: RunMetrics) -> None:
         if self.current is not None:
@@ -205,7 +219,12 @@ class MetricsPane(Widget):
         if self.current is not None:
             record = self.current.with_status(status)
             self.current = record.with_metrics(metrics) if metrics is not None else record
-            self.refresh()
+            grows = False
+            if metrics is not None and status not in ("failed", "stopped") and self._run_events:
+                self.prediction = hint(self._run_events, None, record.spec_label)
+                grows = self.prediction is not None
+            self._run_events = []
+            self.refresh(layout=grows)
 
     def refresh(
         self,
@@ -277,6 +296,8 @@ class MetricsPane(Widget):
                     Segment(_fit(then, previous_width, right=True), previous),
                 ]
             )
+        if self.prediction:
+            lines.append([Segment(_fit(self.prediction, width, right=False), label)])
         return [Strip(segments).crop_extend(0, width, base) for segments in lines]
 
 

@@ -61,6 +61,7 @@ class RunDisplay:
 
     def tokens(self, tokens: tuple[TokenEvent, ...], steps: tuple[StepEvent, ...]) -> None:
         self.answer.add(tokens)
+        self.metrics.add_run_events(tokens, steps)
         if self.charts is not None:
             self.charts.add_tokens(tokens)
             self.charts.add_steps(steps)
