@@ -68,6 +68,7 @@ def main() -> int:
         )  # fmt: skip
         seconds = round(time.monotonic() - began)
     report = analyse(json.loads(DOC.read_text()))
+    report["short_first_round"] = short_round(json.loads(DOC.read_text()))
     report["seconds"] = seconds
     report["command"] = " ".join(sys.argv)
     (RESULTS / "costmodel.json").write_text(json.dumps(report, indent=1))
@@ -117,6 +118,64 @@ def analyse(doc: dict[str, object]) -> dict[str, object]:
         },
         "held_out_median_abs_error": held_out,
         "baseline_spread": _spread(runs, plan.baseline.name),
+    }
+
+
+PREFIX = 32
+"""Tokens of the shorter first round measured: does a run's first half predict as well?"""
+
+
+def short_round(doc: dict[str, object]) -> dict[str, object]:
+    """Predicted decode speedups from each recorded run's first `PREFIX` tokens and from the
+    whole run, against the measured paired decode speedup (same prompt, same round)."""
+    from spectui.core.compare.costmodel import spec_group
+    from spectui.core.compare.store import CompareDocument
+    from spectui.core.compare.whatif import event_counts
+    from spectui.core.events import StepEvent, TokenEvent
+    from spectui.core.sessions.file import read_session
+
+    compare = CompareDocument.model_validate(doc)
+    model = compare.cost_model
+    runs = sorted(compare.runs, key=lambda r: r.seq)
+    sessions = [read_session(p) for p in sorted(SESSIONS.glob("*.jsonl"))]
+    if model is None or len(sessions) != len(runs):
+        return {"skipped": "no model, or sessions do not pair with runs"}
+    groups = {c.name: spec_group(c.spec.types) for c in compare.plan.configs}
+    base = {(r.prompt, r.round): r for r in runs if r.config == "none" and r.ok and not r.warmup}
+    errors: dict[str, list[float]] = {"prefix": [], "whole": []}
+    for run, session in zip(runs, sessions, strict=True):
+        b = base.get((run.prompt, run.round))
+        if run.warmup or not run.ok or run.config == "none" or b is None:
+            continue
+        if not run.tokens_per_second or not b.tokens_per_second:
+            continue
+        measured = run.tokens_per_second / b.tokens_per_second
+        for name, limit in (("prefix", PREFIX), ("whole", 10**9)):
+            events = [
+                e
+                for e in session.events
+                if (isinstance(e, TokenEvent) and e.index < limit)
+                or (isinstance(e, StepEvent) and e.first_token < limit)
+            ]
+            counts, _ = event_counts(events, None)
+            tokens = counts.tokens  # after the first
+            if tokens < 2:
+                continue
+            decodes = counts.steps + counts.singles
+            ms = model.decode_time_ms(decodes, sum(counts.drafted), groups[run.config])
+            if not ms:
+                continue
+            predicted = (tokens / ms) / (1 / model.decode_ms)
+            errors[name].append(abs(predicted / measured - 1))
+    return {
+        "prefix_tokens": PREFIX,
+        "median_abs_error_prefix": round(statistics.median(errors["prefix"]), 4)
+        if errors["prefix"]
+        else None,
+        "median_abs_error_whole": round(statistics.median(errors["whole"]), 4)
+        if errors["whole"]
+        else None,
+        "pairs": len(errors["whole"]),
     }
 
 
