@@ -164,3 +164,13 @@ def test_spectui_stock_forces_the_public_path_without_looking(
     with caplog.at_level(logging.INFO, logger="spectui.overrides"):
         assert not enabled(gate, check)
     assert f"{STOCK_ENV} is set" in caplog.text
+
+
+def test_spectui_stock_may_name_single_overrides(
+    gate: Override, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = Override(name="other", library="textual", tested_version=gate.tested_version)
+    monkeypatch.setenv(STOCK_ENV, "lean-plot, probe")
+    assert not stock_forced()
+    assert not enabled(gate, lambda: True)
+    assert enabled(other, lambda: True)

@@ -19,7 +19,8 @@ from importlib import metadata
 from pydantic import BaseModel, ConfigDict
 
 STOCK_ENV = "SPECTUI_STOCK"
-"""Environment variable: set to 1 to force every stock (public-API) path."""
+"""Environment variable: 1 forces every stock (public-API) path; a comma-separated list of
+override names (`lean-compositor,lean-plot`) forces only theirs."""
 
 log = logging.getLogger("spectui.overrides")
 
@@ -59,6 +60,11 @@ def stock_forced() -> bool:
     return os.environ.get(STOCK_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _stock_named(name: str) -> bool:
+    """Whether `SPECTUI_STOCK` lists this override by name."""
+    return name in {part.strip() for part in os.environ.get(STOCK_ENV, "").split(",")}
+
+
 _decided: dict[str, bool] = {}
 
 
@@ -80,6 +86,8 @@ def enabled(override: Override, check: Callable[[], bool]) -> bool:
 def _refusal(override: Override, check: Callable[[], bool]) -> str | None:
     if stock_forced():
         return f"{STOCK_ENV} is set"
+    if _stock_named(override.name):
+        return f"{STOCK_ENV} names it"
     for library, tested in override.libraries().items():
         try:
             installed = metadata.version(library)
