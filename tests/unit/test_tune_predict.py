@@ -3,16 +3,22 @@ first round's acceptance, truncation for a shorter draft, who goes on to timing 
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from typing import ClassVar
+
 import pytest
 
 from spectui.core.compare.costmodel import PredictedSpeedup, fit_runs
 from spectui.core.compare.models import RunRecord
 from spectui.core.compare.verdict import report_rows
+from spectui.core.events import EngineEvent, RunMetrics, SummaryEvent, TokenEvent, TokenOrigin
+from spectui.core.request import GenerationRequest
 from spectui.core.tune.predict import contenders, predict, usable
+from spectui.core.tune.runner import TuneRunner, new_document
 from spectui.core.tune.search import next_round
 from spectui.core.tune.space import Candidate, mark_predicted
 
-from .compare_helpers import plan
+from .compare_helpers import ScriptedEngine, document, plan
 
 DECODE, PER = 10.0, 1.0
 TTFT = 100.0
@@ -130,3 +136,53 @@ def test_without_a_prediction_a_candidate_left_to_it_still_runs() -> None:
     records = _records()[:3]
     chosen = next_round(p, report_rows(p, records), None)
     assert chosen is not None and SHORT in chosen
+
+
+class _ModelEngine(ScriptedEngine):
+    """Runs whose timings follow the cost model exactly, per spec type's acceptance."""
+
+    PROFILES: ClassVar[dict[str, tuple[int, int, int]]] = {
+        "none": (0, 0, 0),
+        "ngram-simple": (60, 40, 10),  # drafted, accepted, steps
+        "ngram-mod": (60, 38, 10),
+        "ngram-cache": (60, 5, 10),
+    }
+
+    async def run(self, request: GenerationRequest) -> AsyncIterator[EngineEvent]:
+        kind = self._kind(self.spec)
+        self.log.append(("run", kind, request.prompt))
+        drafted, accepted, steps = self.PROFILES[kind]
+        tokens = 65
+        ms = DECODE * (tokens - 1 - accepted) + PER * drafted
+        yield TokenEvent(index=0, text="same", origin=TokenOrigin.TARGET, t=0.0)
+        metrics = RunMetrics(
+            tokens=tokens,
+            drafted=drafted,
+            accepted=accepted,
+            steps=steps,
+            ttft_ms=TTFT,
+            total_ms=TTFT + ms,
+            tokens_per_second=(tokens - 1) / (ms / 1000),
+            peak_rss_bytes=400 * 2**20,
+        )
+        yield SummaryEvent(metrics=metrics, text="same", stop_reason="limit")
+
+
+async def test_a_tune_ranks_round_one_by_prediction_and_times_the_contenders() -> None:
+    p = plan(("none", "ngram-simple", "ngram-mod", "ngram-cache"), ("a",), reps=1)
+    tune = new_document(document(p), budget_s=600, launch=["llama-server"], skipped=[], space=[])
+    runner = TuneRunner(_ModelEngine(), tune)
+    events = [e async for e in runner.run()]
+    doc = events[-1].document  # type: ignore[attr-defined]
+    assert doc.ranked_by == "prediction"
+    assert doc.cost_model is not None and usable(doc.cost_model)
+    active = doc.compare.plan.active
+    # ngram-simple (1.78x predicted) and ngram-mod (1.72x) are close; ngram-cache is far below.
+    assert active[1] == ("ngram-simple",) or set(active[1]) == {"ngram-simple", "ngram-mod"}
+    assert "ngram-cache" not in active[1]
+    by = {c.config: c for c in doc.candidates}
+    assert by["ngram-cache"].predicted is not None
+    assert by["ngram-cache"].rounds == 1
+    for c in doc.candidates:
+        assert c.overall.predicted is not None
+        assert c.overall.predicted.low <= c.overall.predicted.speedup <= c.overall.predicted.high
