@@ -26,9 +26,16 @@ from spectui.cli import main
 from spectui.config import Settings
 from spectui.core.compare.models import ComparePlan
 from spectui.core.compare.prompt_files import load_prompts
+from spectui.core.compare.rule import speed_text
 from spectui.core.compare.runner import CompareRunner, RunFinished
 from spectui.core.compare.setup import parse_configs
-from spectui.core.compare.store import CompareDocument, ServerOptions, load_document
+from spectui.core.compare.store import (
+    CompareDocument,
+    ServerOptions,
+    dump_document,
+    load_document,
+    write_atomic,
+)
 from spectui.core.engine.base import Engine
 
 from .test_cli_errors import spectui
@@ -286,7 +293,9 @@ def test_compare_records_every_run(gemma_model: Path, tmp_path: Path) -> None:
     assert json.loads(replayed.stdout)["tokens"] == 8
 
 
-# --- the decision rule on real runs (issue #11) -------------------------------------------------
+# --- the decision rule on real runs (issues #11, #19, #21) -------------------------------------
+# Verdicts that depend on speed are asserted on recorded runs (tests/unit/test_verdict*.py);
+# here only what holds on any machine however busy: the price, the fields, the evidence.
 
 TIE = "none --spec-ngram-mod-n-match 12"
 """A config that changes a flag no running type reads: the same server as the baseline, a tie."""
@@ -309,20 +318,91 @@ def test_memory_is_a_price_and_noise_is_not_a_win(
     # The price is always shown: ngram-mod verifies 64-token drafts, 64 rows of 262k logits.
     assert mod.memory_extra_bytes is not None and mod.memory_extra_bytes > 32 * 2**20
     assert "MiB RSS (+" in mod.reason
-    assert mod.noise_floor is not None
-    noisy = mod.noise_floor > 0.25
-    if not noisy:
-        assert mod.verdict == "keep", mod.reason  # ~2x for ~100 MiB, under 10 % of the RAM
-        assert tie.verdict == "inconclusive", tie.reason
-        assert tie.speed_call in ("tie", "unclear")
+    # Every config's own spread is measured and a call is made from it (which call depends on
+    # this machine's load: the rule's calls are tested on recorded runs).
+    for row in (mod, tie):
+        assert row.noise_floor is not None and row.config_noise is not None
+        assert row.speed_call in ("faster", "slower", "tie", "unclear")
+        assert row.pairs == 3
+    assert rows["none"].config_noise is not None
+    # ngram-mod copies the table exactly: the same answers, so nothing to explain.
+    assert mod.compared == mod.identical == 3 and mod.divergence_note is None
 
-    # The same runs under a tight budget: dropped for memory, with the speed still said.
+    # The same runs under a tight budget: dropped for memory whatever the speed, which is said.
     again = spectui("compare", "--resume", str(out), "--memory-budget", "16MiB", "--no-chart")
     assert again.returncode == 0, again.stderr
     rejudged = {r.config: r for r in load_document(out).summary}["ngram-mod"]
-    if not noisy:
-        assert rejudged.verdict == "drop"
-        assert "is over the memory budget of 16 MiB" in rejudged.reason
+    assert rejudged.verdict == "drop"
+    assert "is over the memory budget of 16 MiB" in rejudged.reason
+    assert rejudged.reason.startswith(speed_text(rejudged))
     assert len(load_document(out).runs) == len(doc.runs)  # re-judged, nothing re-run
-    if noisy:
-        pytest.skip(f"the baseline swung ±{mod.noise_floor:.0%}: outcomes not checked")
+
+
+JSON_REWRITE = (
+    'Rewrite this list as JSON objects with keys "name" and "age":\n'
+    "Ann 31, Bo 25, Cy 47, Di 19, Ed 52, Flo 38, Gus 29, Hal 61\n\nJSON:\n"
+)
+"""json-rewrite's text: on this build draft-simple's batched verification takes 'salary' where
+the baseline took 'occupation' at token 18, a near-tie (the probe: 0.089/0.074)."""
+
+
+def test_a_changed_answer_is_explained_and_identical_answers_drops_it(
+    gemma_model: Path, llama_binary: Path, tmp_path: Path
+) -> None:
+    prompts = tmp_path / "p.jsonl"
+    # No checker: the baseline's odds at the divergent token decide.
+    prompts.write_text(json.dumps({"key": "json-rewrite", "text": JSON_REWRITE}) + "\n")
+    out = tmp_path / "r.json"
+    draft = f"draft-simple --draft-model {gemma_model} --spec-draft-n-max 4"
+    result = spectui(
+        "compare", "--model", str(gemma_model), "--server-bin", str(llama_binary),
+        "--config", draft, "--prompts", str(prompts), "--reps", "1", "--n-predict", "24",
+        "--ctx-size", "1024", "--no-chart", "--json", str(out), "--", "--no-warmup",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    doc = load_document(out)
+    run = next(r for r in doc.runs if r.config != "none" and not r.warmup)
+    if run.identical_to_baseline:
+        # Another build's numerics did not flip it: force a change where the answer starts
+        # ('name' for something else) and let the resumed comparison probe it.
+        base = next(r for r in doc.runs if r.config == "none" and not r.warmup)
+        cut = base.token_ends[0]
+        forced = run.model_copy(update={"text": "Answer" + base.text[cut:], "divergence": None})
+        runs = [forced if r.seq == run.seq else r for r in doc.runs]
+        write_atomic(out, dump_document(doc.model_copy(update={"runs": runs})))
+        again = spectui("compare", "--resume", str(out), "--no-chart")
+        assert again.returncode == 0, again.stderr
+        doc = load_document(out)
+        run = next(r for r in doc.runs if r.seq == run.seq)
+    assert run.identical_to_baseline is False
+    d = run.divergence
+    assert d is not None and d.token is not None and d.baseline_token and d.response_token
+    # The baseline's own candidates there, from the real server's n_probs answer.
+    assert d.kind in ("near-tie", "divergent"), d.probe_error
+    top = d.baseline_top
+    assert top is not None and len(top) >= 2
+    assert all(0 < t.prob <= 1 for t in top) and sum(t.prob for t in top) <= 1.0001
+    assert [t.prob for t in top] == sorted((t.prob for t in top), reverse=True)
+    assert d.baseline_token in [t.token for t in top]
+    raw = json.loads(out.read_text())
+    evidence = next(r["divergence"] for r in raw["runs"] if r["seq"] == run.seq)
+    assert {"token", "char", "before", "baseline", "response", "baseline_top", "kind"} <= set(
+        evidence
+    )
+    assert set(evidence["baseline_top"][0]) == {"token", "prob"}
+    row = next(r for r in doc.summary if r.config == run.config)
+    if d.kind == "near-tie":  # a caveat with the verdict, not a drop for the answer
+        assert row.near_tie_changes == 1 and row.divergent_changes == 0
+        assert f"answer differs from token {d.token}, at a near-tie" in row.reason
+        assert "answers differ from the baseline" not in row.reason
+    else:
+        assert row.verdict == "drop" and "1 of 1 answers differ from the baseline" in row.reason
+
+    # The strict rule, asked for: the same runs re-judged, nothing re-run or re-probed.
+    strict = spectui("compare", "--resume", str(out), "--identical-answers", "--no-chart")
+    assert strict.returncode == 0, strict.stderr
+    rejudged = load_document(out)
+    row = next(r for r in rejudged.summary if r.config == run.config)
+    assert rejudged.plan.identical_answers is True
+    assert row.verdict == "drop" and "identical answers asked" in row.reason
+    assert [r.model_dump() for r in rejudged.runs] == [r.model_dump() for r in doc.runs]

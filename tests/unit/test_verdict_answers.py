@@ -219,9 +219,10 @@ def test_the_noise_floor_pools_every_configs_rounds() -> None:
     ("probs", "response", "kind"),
     [
         ((0.41, 0.40), "b", "near-tie"),
-        ((0.092, 0.086), "b", "near-tie"),  # the flip measured on json-rewrite (draft-simple)
-        ((0.30, 0.25), "b", "near-tie"),  # gap 0.18
-        ((0.30, 0.24), "b", "divergent"),  # gap 0.22
+        ((0.092, 0.086), "b", "near-tie"),  # json-rewrite's flip, sequential (gap 0.065)
+        ((0.089, 0.074), "b", "near-tie"),  # the same, batched as the probe sees it (0.18)
+        ((0.40, 0.30), "b", "near-tie"),  # gap 0.29
+        ((0.40, 0.29), "b", "divergent"),  # gap 0.32
         ((0.10, 0.04), "b", "divergent"),  # 0.06 apart, but a whole logit
         ((0.41, 0.40), "c", "divergent"),  # the response took neither side
         ((0.41, 0.40), None, "near-tie"),  # unknown response token: the top two decide
@@ -234,7 +235,7 @@ def test_classify(probs: tuple[float, ...], response: str | None, kind: str) -> 
 
 
 def test_the_margin_is_a_logit_gap() -> None:
-    assert pytest.approx(0.2) == NEAR_TIE_MAX_LOGIT_GAP
+    assert pytest.approx(0.3) == NEAR_TIE_MAX_LOGIT_GAP
 
 
 def test_probabilities_from_the_real_servers_answer() -> None:
@@ -296,3 +297,30 @@ def test_the_evidence_survives_re_annotation() -> None:
     assert d is not None
     assert (d.token, d.baseline_token, d.response_token) == (2, "| engineer ", "| Engineer ")
     assert d.baseline_top == NEAR_TIE
+
+
+# --- a comparison recorded on a loaded machine (the one #19 saw fail) ------------------------
+
+
+def test_a_comparison_recorded_under_load_is_too_noisy_and_memory_still_decides() -> None:
+    # Recorded with tests/integration's command (ngram-mod and a tie vs none, table-row, 3
+    # rounds, 64 tokens) while ~6 other test suites shared the 2 cores: ngram-mod ran at 7.3,
+    # 2.0 and 5.0 tok/s in its three rounds.
+    from spectui.core.compare.budget import MemoryBudget
+    from spectui.core.compare.store import load_document
+
+    doc = load_document(FIXTURES / "compare-loaded-machine.json")
+    rows = {r.config: r for r in report_rows(doc.plan, doc.runs)}
+    mod, tie = rows["ngram-mod"], rows["none --spec-ngram-mod-n-match 12"]
+    assert (mod.speedup_low or 0) < 1 < (mod.speedup_high or 0)
+    assert mod.verdict == tie.verdict == "inconclusive"
+    assert mod.reason.startswith("too noisy to call: 2.78x (0.86–4.52, 3 rounds, noise ±111%)")
+    assert "this config's own runs changed ±147% between rounds" in mod.reason
+    assert tie.reason.startswith("too noisy to call: 0.94x")
+    # Memory is a price whatever the noise: under a 16 MiB budget ngram-mod goes, and says why.
+    tight = doc.plan.model_copy(
+        update={"memory_budget": MemoryBudget.parse("16MiB", ram_total_bytes=24 * 2**30)}
+    )
+    rejudged = next(r for r in report_rows(tight, doc.runs) if r.config == "ngram-mod")
+    assert rejudged.verdict == "drop"
+    assert rejudged.reason.endswith("but +98 MiB RSS (+28%) is over the memory budget of 16 MiB")

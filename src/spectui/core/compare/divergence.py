@@ -9,12 +9,16 @@ or a real disagreement. One extra, untimed request answers it: the prompt plus t
 server's ``completion_probabilities`` give the softmax of the model's logits before sampling.
 
 Classification (`classify`): **near-tie** when the baseline's top two candidates are within
-`NEAR_TIE_MAX_LOGIT_GAP` of each other in logit (p1 / p2 ≤ e^0.2 ≈ 1.22, e.g. 0.41/0.40 or
-0.30/0.25) and the response took one of those two; else **divergent**. The margin is a logit
+`NEAR_TIE_MAX_LOGIT_GAP` of each other in logit (p1 / p2 ≤ e^0.3 ≈ 1.35, e.g. 0.41/0.40 or
+0.40/0.30) and the response took one of those two; else **divergent**. The margin is a logit
 gap, not a difference of probabilities: a numerical perturbation of the logits flips the argmax
 only if it bridges the gap between the two logits, whatever mass the other tokens take (0.10 vs
-0.04 differ by 0.06 but sit a whole logit apart). 0.2 is far above the float rounding of one
-forward pass and below the gap of a confident choice (the measured flips are in the README).
+0.04 differ by 0.06 but sit a whole logit apart). Why 0.3: the largest shift between sequential
+and batched scoring measured on the project's model (Gemma 3 270M Q4_K_M, CPU) is 0.25 logit —
+json-rewrite, token 18, where draft-simple flips the baseline's answer: sequential decoding has
+'occupation' 0.092 over 'salary' 0.086 (gap 0.065), the batched probe 'salary' 0.089 over
+'occupation' 0.074 (gap 0.18 the other way). A gap that numerics alone can bridge is a near-tie;
+0.3 leaves a little room over what was seen, and stays well under a confident choice's gap.
 
 The probe evaluates prompt + prefix as one batch: what it reports are the model's probabilities
 there by batched scoring, which is itself one of the two numerics at play; a near-tie is a
@@ -34,8 +38,8 @@ from spectui.core.compare.models import ComparePlan, RunRecord
 from spectui.core.compare.textdiff import Divergence, DivergenceKind, TokenProb
 from spectui.core.compare.verdict import annotate, reference_text
 
-NEAR_TIE_MAX_LOGIT_GAP = 0.2
-"""Top two within this logit gap (p1 / p2 ≤ e^0.2 ≈ 1.22) is a near-tie (see the module doc)."""
+NEAR_TIE_MAX_LOGIT_GAP = 0.3
+"""Top two within this logit gap (p1 / p2 ≤ e^0.3 ≈ 1.35) is a near-tie (see the module doc)."""
 TOP_CANDIDATES = 5
 """Candidates asked for and kept per probe."""
 PROBE_TIMEOUT_S = 60.0
