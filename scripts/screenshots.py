@@ -182,15 +182,24 @@ async def tui_midrun(settings: Settings) -> str:
     return await _shoot(app, ready, session.header.title, settle=settle)
 
 
+COMPARE_SIZE = (172, 16)
+"""The Compare screen's picture: wide enough for every column, verdicts included."""
+COMPARE_ROW = 2
+"""The row highlighted in it (its verdict's sentence shows below the table)."""
+
+
 async def compare(settings: Settings) -> str:
-    """The Compare screen over a finished comparison."""
+    """The Compare screen over a finished comparison, a config's row highlighted."""
     session = read_session(SESSION)
     app = CompareApp(ReplayEngine(session), settings, Finished(load_document(_path("compare"))))
 
     async def ready(pilot: Pilot[object]) -> bool:
-        return bool(getattr(app.screen, "finished", False))
+        if not getattr(app.screen, "finished", False):
+            return False
+        await pilot.press(*["down"] * COMPARE_ROW)
+        return True
 
-    return await _shoot(app, ready, "spectui compare")
+    return await _shoot(app, ready, "spectui compare", COMPARE_SIZE)
 
 
 async def tune(settings: Settings) -> str:
