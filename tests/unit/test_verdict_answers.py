@@ -324,3 +324,22 @@ def test_a_comparison_recorded_under_load_is_too_noisy_and_memory_still_decides(
     rejudged = next(r for r in report_rows(tight, doc.runs) if r.config == "ngram-mod")
     assert rejudged.verdict == "drop"
     assert rejudged.reason.endswith("but +98 MiB RSS (+28%) is over the memory budget of 16 MiB")
+
+
+def test_reports_show_the_evidence_and_the_rule() -> None:
+    from spectui.core.compare.export import fmt_identical, to_csv, to_markdown
+
+    from .compare_helpers import document
+
+    p = _plan()
+    doc = document(p).updated(_runs(CHANGED, top=NEAR_TIE), [], [])
+    markdown = to_markdown(doc)
+    assert "near-tie (within 0.3 logit" in markdown
+    assert "(near-tie 0.41/0.40); the baseline's candidates there: '| engineer ' 0.41" in markdown
+    assert "at token 2: after" in to_csv(doc)
+    row = next(r for r in doc.summary if r.config == "ngram-mod")
+    assert fmt_identical(row) == "0/3 +3 tie"
+    strict = document(p.model_copy(update={"identical_answers": True})).updated([], [], [])
+    assert "identical to the baseline's at temperature 0, or the config is dropped" in (
+        to_markdown(strict)
+    )

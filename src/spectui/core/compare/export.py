@@ -109,8 +109,12 @@ def fmt_mib(value: float | None) -> str:
 
 
 def fmt_identical(row: SummaryRow) -> str:
-    """'3/3' runs identical to the baseline, or '–' when nothing was compared."""
-    return f"{row.identical}/{row.compared}" if row.compared else "–"
+    """'3/3' runs identical to the baseline ('2/3 +1 tie' when the others changed at a
+    near-tie), or '–' when nothing was compared."""
+    if not row.compared:
+        return "–"
+    ties = f" +{row.near_tie_changes} tie" if row.near_tie_changes else ""
+    return f"{row.identical}/{row.compared}{ties}"
 
 
 def fmt_check(row: SummaryRow) -> str:
@@ -204,10 +208,12 @@ def _header(document: CompareDocument) -> list[str]:
         f"- server: {document.restarts}",
         "- speedup: end to end (TTFT included), each run against the baseline's run of the "
         "same prompt in the same round; the median of those ratios, with its 95 % bootstrap "
-        "interval. 'Faster' or 'slower' only when the interval clears the noise floor (the "
-        "baseline against itself, round to round"
+        "interval. 'Faster' or 'slower' only when the interval clears the noise floor (every "
+        "config against itself, round to round"
         + (f": ±{noise:.0%}" if (noise := _noise(document)) is not None else "")
-        + "); a keep needs 3 paired rounds.",
+        + "); too noisy to call when a config's own runs swing more than ±25 % and the "
+        "interval does not clear it; a keep needs 3 paired rounds.",
+        _answers_rule(document),
         f"- memory budget: {plan.memory_budget.describe(gpu=_uses_gpu(document))} of extra "
         "peak memory over the baseline (the price is always shown; only a config over it is "
         "dropped for memory)",
@@ -216,12 +222,35 @@ def _header(document: CompareDocument) -> list[str]:
     ]
 
 
+def _answers_rule(document: CompareDocument) -> str:
+    from spectui.core.compare.divergence import NEAR_TIE_MAX_LOGIT_GAP
+
+    if document.plan.identical_answers:
+        return "- answers: identical to the baseline's at temperature 0, or the config is dropped"
+    return (
+        "- answers: a prompt's checker decides where it has one; a changed answer it did not "
+        "pass is a caveat when the baseline's top two candidates at the divergent token were a "
+        f"near-tie (within {NEAR_TIE_MAX_LOGIT_GAP:g} logit, from one untimed n_probs request "
+        "to the baseline's server) and the response took the other, else it drops the config"
+    )
+
+
 def _noise(document: CompareDocument) -> float | None:
     return next((r.noise_floor for r in document.summary if r.noise_floor is not None), None)
 
 
 def _uses_gpu(document: CompareDocument) -> bool:
     return any(r.peak_gpu_bytes is not None for r in document.runs)
+
+
+def _odds(record: RunRecord) -> str:
+    """ "; the baseline's candidates there: 'salary' 0.09, 'occupation' 0.07" (or nothing)."""
+    top = record.divergence.baseline_top if record.divergence else None
+    if not top:
+        return ""
+    return "; the baseline's candidates there: " + ", ".join(
+        f"{t.token!r} {t.prob:.2f}" for t in top
+    )
 
 
 def to_markdown(document: CompareDocument) -> str:
@@ -268,7 +297,7 @@ def to_markdown(document: CompareDocument) -> str:
         for r in differing:
             where = r.divergence.short() if r.divergence else ""
             label = labels.get(r.config, r.config)
-            lines.append(f"- {label}, `{r.prompt}`, {round_name(r)}: {where}")
+            lines.append(f"- {label}, `{r.prompt}`, {round_name(r)}: {where}{_odds(r)}")
     unchecked = [r for r in document.runs if r.check_status not in (None, "passed", "skipped")]
     if unchecked:
         lines += ["", "## Checker failures", ""]
