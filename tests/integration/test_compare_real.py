@@ -136,8 +136,9 @@ async def test_compare_interrupted_then_resumed(
     assert not partial.complete
 
     result = spectui(
-        "compare", "--resume", str(out), "--csv", str(csv_out), "--markdown", str(md_out)
-    )
+        "compare", "--resume", str(out), "--csv", str(csv_out), "--markdown", str(md_out),
+        "--trust-checkers",  # code-edit's checker runs the code: vouched for here
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
 

@@ -314,3 +314,35 @@ async def test_a_prompt_file_named_on_the_command_line_is_trusted(
     assert marker.read_text() == "ran\n" * 2
     assert [r.check_status for r in doc.runs] == ["passed", "passed"]
     assert "skipping" not in capsys.readouterr().err
+
+
+# --- the built-in prompts' checkers -------------------------------------------------------------
+
+CODE_EDIT_ANSWER = (
+    "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\n"
+    "def mul(a, b):\n    return a * b\n\ndef div(a, b):\n    return a / b\n\n"
+    "def div_mul(a, b):\n    return a // b\n\ndef div_div_div_mul(a, b):\n    return a //"
+)
+"""Gemma 3 270M's greedy answer to code-edit (160 tokens, cut mid-line), recorded."""
+
+
+@pytest.mark.parametrize(
+    ("response", "status", "detail"),
+    [
+        (CODE_EDIT_ANSWER, "passed", ""),
+        ("Sure:\ndef add(a: int, b: int) -> int:\n    return a + b\n", "passed", ""),
+        ("def add(a, b):\n    return a - b\n", "failed", "add(7, 2) returns 5, not 9"),
+        ("def mul(a, b):\n    return a ** b\n", "failed", "mul(7, 2) returns 49, not 14"),
+        ("I cannot help with that.", "failed", "no function definition"),
+        ("def add(a, b):\n    return a +", "failed", "no complete function"),
+        ("def other(a):\n    return a\n", "failed", "none of add, sub, mul, div"),
+    ],
+)
+async def test_code_edit_is_checked_by_running_the_functions(
+    response: str, status: str, detail: str
+) -> None:
+    (prompt,) = load_prompts("builtin:code-edit")
+    assert prompt.check is not None and prompt.check.runs_code
+    result = await run_checker(prompt.check, response)
+    assert result.status == status, result.detail
+    assert detail in result.detail

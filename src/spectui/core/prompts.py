@@ -103,6 +103,33 @@ BUILTIN_PROMPTS: tuple[BuiltinPrompt, ...] = (
 )
 """The library, in the order the picker shows it."""
 
+CODE_EDIT_TESTS = """
+import ast
+lines = response.splitlines()
+start = next((i for i, line in enumerate(lines) if line.startswith("def ")), None)
+assert start is not None, "no function definition in the response"
+# n_predict may cut the answer mid-line: test the longest start of the code that parses.
+for end in range(len(lines), start, -1):
+    source = "\\n".join(lines[start:end])
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        continue
+    break
+else:
+    raise AssertionError("no complete function in the response")
+code = {}
+exec(compile(source, "<response>", "exec"), code)
+cases = {"add": 9, "sub": 5, "mul": 14, "div": 3.5}
+found = [name for name in cases if callable(code.get(name))]
+assert found, "none of add, sub, mul, div is defined again"
+for name in found:
+    got = code[name](7, 2)
+    assert got == cases[name], f"{name}(7, 2) returns {got!r}, not {cases[name]!r}"
+"""
+"""code-edit's test, for its Python checker: the functions the answer defines again still
+compute what the originals did (type hints or not; a cut-off tail is left out)."""
+
 DEFAULT_PROMPT_KEY = "table-row"
 """Preselected in the TUI and used by `make demo`."""
 

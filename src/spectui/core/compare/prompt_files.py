@@ -31,14 +31,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from spectui.core.compare.checkers import Checker
 from spectui.core.compare.models import ComparePrompt
 from spectui.core.errors import SpectuiError, read_bytes
-from spectui.core.prompts import BUILTIN_PROMPTS
+from spectui.core.prompts import BUILTIN_PROMPTS, CODE_EDIT_TESTS
 
 DEFAULT_N_PREDICT = 256
 """Generation length of a file prompt that sets none (and no --n-predict is given)."""
 
 BUILTIN_CHECKS: dict[str, Checker] = {
     "table-row": Checker(regex=r"\|\s*6\s*\|\s*Farah"),
-    "code-edit": Checker(regex=r"def add\(a: \w+"),
+    "code-edit": Checker(python=CODE_EDIT_TESTS),  # code is checked by running it
     "json-rewrite": Checker(json_fields=("name", "age")),
     "extract": Checker(regex=r"INV-2291"),
     "two-lines": Checker(regex=r"(?i)lisbon"),
