@@ -7,11 +7,13 @@ Method (stated in the README and in every verdict):
 - The interval is a 95 % percentile bootstrap of the median of those paired speedups
   (`BOOTSTRAP_RESAMPLES` resamples, fixed seed, so the same data always gives the same verdict).
   With two or three rounds it is simply the min–max range.
-- The noise floor is measured in the same comparison: the baseline against itself, round to
-  round (each prompt's baseline throughput in one round over the previous round's, pooled over
-  prompts); the floor is the median of those changes, never below `MIN_NOISE`. A config is
-  "faster" only when the whole interval lies above 1 + floor, "slower" only when it lies below
-  1 / (1 + floor); anything else is not yet known.
+- The noise floor is measured in the same comparison: every config against itself, round to
+  round (each config × prompt's throughput in one round over the previous round's, pooled over
+  configs and prompts: a candidate's unsteady runs are noise as much as the baseline's); the
+  floor is the median of those changes, never below `MIN_NOISE`. A config is "faster" only when
+  the whole interval lies above 1 + floor, "slower" only when it lies below 1 / (1 + floor);
+  anything else is not yet known — and "too noisy to call" when the floor, or that config's own
+  change on the prompt, or the baseline's, exceeds `TOO_NOISY`.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ CONFIDENCE = 0.95
 MIN_NOISE = 0.02
 """The floor never goes below 2 %: two identical baseline runs do not prove the clock exact."""
 TOO_NOISY = 0.25
-"""A baseline that moves more than this between rounds (a neighbour's load) decides nothing."""
+"""Runs that move more than this between rounds (a neighbour's load) decide nothing."""
 MAX_ROUNDS_HINT = 20
 """Past this many extra rounds a difference is called a tie, not 'needs more rounds'."""
 
@@ -59,9 +61,9 @@ def bootstrap_interval(values: Sequence[float]) -> tuple[float, float] | None:
 
 
 def noise_floor(series: Sequence[Sequence[float]]) -> float | None:
-    """The baseline's typical round-to-round change, as a fraction (0.03: ±3 %).
+    """The typical round-to-round change, as a fraction (0.03: ±3 %).
 
-    ``series``: per prompt, the baseline's values in round order. None when no prompt has two
+    ``series``: per config × prompt, its values in round order. None when no series has two
     rounds (the noise cannot be measured yet).
     """
     changes = [
