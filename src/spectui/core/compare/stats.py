@@ -12,8 +12,9 @@ Method (stated in the README and in every verdict):
   configs and prompts: a candidate's unsteady runs are noise as much as the baseline's); the
   floor is the median of those changes, never below `MIN_NOISE`. A config is "faster" only when
   the whole interval lies above 1 + floor, "slower" only when it lies below 1 / (1 + floor);
-  anything else is not yet known — and "too noisy to call" when the floor, or that config's own
-  change on the prompt, or the baseline's, exceeds `TOO_NOISY`.
+  anything else is not yet known — and "too noisy to call" when the floor exceeds `TOO_NOISY`,
+  or when the interval does not clear the band and that config's own change on the prompt (or
+  the baseline's) exceeds it.
 """
 
 from __future__ import annotations
