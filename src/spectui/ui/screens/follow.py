@@ -10,12 +10,14 @@ that the presenter does that. A banner says whom it follows and how that run sta
 
 from __future__ import annotations
 
+import contextlib
 from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widget import Widget
 from textual.worker import Worker, WorkerState
@@ -164,8 +166,9 @@ class FollowScreen(MainScreen):
         self._follow_runs()
 
     def _placeholder(self) -> None:
-        self.answer.view.placeholder = "waiting for the presenter's next run…"
-        self.answer.view.refresh()
+        if not self.running and self.is_attached:
+            self.answer.view.placeholder = "waiting for the presenter's next run…"
+            self.answer.view.refresh()
 
     # -- the one worker -----------------------------------------------------------------------
 
@@ -220,8 +223,10 @@ class FollowScreen(MainScreen):
 
     def _show_quiet(self) -> None:
         state = self.follower.state
-        if state in QUIET and self.running:
-            self.answer.finish(STATE_WORDS[state])
+        # (Deferred: by now the app may be tearing the screen down.)
+        if state in QUIET and self.running and self.is_attached:
+            with contextlib.suppress(NoMatches):
+                self.answer.finish(STATE_WORDS[state])
 
     @on(Note)
     def _note(self, message: Note) -> None:
