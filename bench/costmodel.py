@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -185,7 +186,7 @@ def _group(types: tuple[str, ...]) -> str | None:
     return spec_group(types)
 
 
-def _spread(runs: list[object], baseline: str) -> dict[str, float]:
+def _spread(runs: Sequence[object], baseline: str) -> dict[str, float]:
     """The baseline's own tokens/s, max / min per prompt: the machine's noise in this run."""
     by: dict[str, list[float]] = {}
     for r in runs:

@@ -11,7 +11,7 @@ screen drew the token.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 import httpx
 from streams import long_payloads
@@ -54,12 +54,12 @@ class PacedEngine:
     def spec_types(self) -> tuple[str, ...]:
         return ()
 
-    async def start(self) -> AsyncIterator[EngineEvent]:
+    async def start(self) -> AsyncGenerator[EngineEvent, None]:
         yield ServerStateEvent(state=ServerState.READY, detail="recorded stream")
 
     async def switch_spec(
         self, spec: SpecConfig, *, adopt: bool = False
-    ) -> AsyncIterator[EngineEvent]:
+    ) -> AsyncGenerator[EngineEvent, None]:
         yield ServerStateEvent(state=ServerState.FAILED, detail="no switching in a benchmark")
 
     def cancel_run(self) -> None:
@@ -90,7 +90,7 @@ class PacedEngine:
             await asyncio.sleep(max(TICK_S, t0 + sent / self.rate - loop.time()))
         yield self.final
 
-    async def run(self, request: GenerationRequest) -> AsyncIterator[EngineEvent]:
+    async def run(self, request: GenerationRequest) -> AsyncGenerator[EngineEvent, None]:
         def handler(_: httpx.Request) -> httpx.Response:
             return httpx.Response(
                 200, headers={"content-type": "text/event-stream"}, content=self._body()

@@ -56,7 +56,7 @@ def server_clock(line: str) -> float | None:
 def instrument(clock: Clock) -> None:
     """Note when the old server's stop begins and ends and when the new one is spawned."""
     original_stop = server_module.ManagedServer._stop_process
-    original_spawn = server_module.asyncio.create_subprocess_exec
+    original_spawn = asyncio.create_subprocess_exec
 
     async def stop(self: server_module.ManagedServer) -> None:
         clock.stop_began = time.monotonic()
@@ -68,7 +68,7 @@ def instrument(clock: Clock) -> None:
         return await original_spawn(*args, **kwargs)  # type: ignore[arg-type]
 
     server_module.ManagedServer._stop_process = stop  # type: ignore[method-assign]
-    server_module.asyncio.create_subprocess_exec = spawn  # type: ignore[assignment]
+    asyncio.create_subprocess_exec = spawn  # type: ignore[assignment]  # (the module the server uses)
 
 
 def post_keys(app: SpectuiApp, keys: tuple[str, ...]) -> None:

@@ -57,12 +57,12 @@ class PaintLog:
                 painted.append((time.monotonic(), count))
             return original(view, y)
 
-        TokenView.render_line = render_line  # type: ignore[method-assign]
+        TokenView.render_line = render_line  # type: ignore[method-assign,assignment]
         return self
 
     def __exit__(self, *_exc: object) -> None:
         assert self._original is not None
-        TokenView.render_line = self._original  # type: ignore[method-assign]
+        TokenView.render_line = self._original  # type: ignore[method-assign,assignment]
 
     def lags(self, handed: list[float]) -> list[float]:
         """Per token: first paint showing it minus when it was handed over (seconds)."""
@@ -92,7 +92,7 @@ async def one_run(pilot: Pilot[None], app: SpectuiApp) -> None:
 
 async def lag_and_cpu(tokens: int, rate: float) -> dict[str, float]:
     engine = PacedEngine(tokens, rate)
-    app = SpectuiApp(engine, Settings(n_predict=tokens), prompt="recorded stream")  # type: ignore[arg-type]
+    app = SpectuiApp(engine, Settings(n_predict=tokens), prompt="recorded stream")
     with PaintLog() as log:
         async with app.run_test(size=SIZE) as pilot:
             await until(lambda: main_screen(app).state is ServerState.READY)
@@ -120,7 +120,7 @@ async def lag_and_cpu(tokens: int, rate: float) -> dict[str, float]:
 async def memory_growth(tokens: int, rate: float) -> dict[str, float]:
     engine = PacedEngine(tokens, rate)  # the replayed bytes are allocated before the baseline
     warm = PacedEngine(2000, rate)
-    app = SpectuiApp(warm, Settings(n_predict=tokens), prompt="recorded stream")  # type: ignore[arg-type]
+    app = SpectuiApp(warm, Settings(n_predict=tokens), prompt="recorded stream")
     me = psutil.Process()
     async with app.run_test(size=SIZE) as pilot:
         await one_run(pilot, app)  # warm-up: imports, caches, first plots

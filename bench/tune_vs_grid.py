@@ -100,7 +100,7 @@ def _report(tune: dict[str, Any], grid: dict[str, Any], tune_s: float, grid_s: f
         for c in tune["candidates"]
     }
     ranked = [c for c in scores if predicted.get(c)]
-    rank_error = [abs(predicted[c] / scores[c] - 1) for c in ranked if scores[c]]
+    rank_error = [abs((predicted[c] or 0.0) / scores[c] - 1) for c in ranked if scores[c]]
     report = {
         "command": " ".join(sys.argv),
         "space": len(configs),
