@@ -69,7 +69,7 @@ async def write_paced(folder: Path, rate: float, tokens: int, times_out: Path) -
             written.append(time.monotonic())
 
     SessionWriter.write = write  # type: ignore[method-assign]
-    engine = RecordingEngine(PacedEngine(tokens, rate), sessions_dir=folder)  # type: ignore[arg-type]
+    engine = RecordingEngine(PacedEngine(tokens, rate), sessions_dir=folder)
     async for _ in engine.run(GenerationRequest(prompt="recorded stream", n_predict=tokens)):
         pass
     await asyncio.to_thread(times_out.write_text, json.dumps(written))
@@ -187,8 +187,8 @@ def cpu_main(quick: bool) -> dict[str, object]:
 
 
 async def presenter_run(folder: Path, rate: float, tokens: int, followers: int) -> dict[str, float]:
-    engine = RecordingEngine(PacedEngine(tokens, rate), sessions_dir=folder)  # type: ignore[arg-type]
-    app = SpectuiApp(engine, Settings(n_predict=tokens), prompt="recorded stream")  # type: ignore[arg-type]
+    engine = RecordingEngine(PacedEngine(tokens, rate), sessions_dir=folder)
+    app = SpectuiApp(engine, Settings(n_predict=tokens), prompt="recorded stream")
     procs = [spawn("follower", str(folder)) for _ in range(followers)]
     log = PaintLog()
     try:
