@@ -131,12 +131,21 @@ def _interval(speedup: float, error: float) -> PredictedSpeedup:
     )
 
 
+MAX_INTERVAL_ERROR = 0.5
+"""...nor one whose p90 error (the width of every interval) is above this: all would overlap."""
+SPARE_POINTS = 2
+"""A model needs this many runs beyond its parameters (an exact fit of as many points as
+unknowns says nothing about its error)."""
+
+
 def usable(model: CostModel | None) -> bool:
     """Whether ``model`` explains the runs well enough to rank by."""
     return (
         model is not None
         and model.median_abs_error is not None
         and model.median_abs_error <= MAX_MODEL_ERROR
+        and (model.p90_abs_error or 0.0) <= MAX_INTERVAL_ERROR
+        and model.points - model.trimmed >= len(model.parameters) + SPARE_POINTS
     )
 
 
