@@ -34,7 +34,7 @@ SPEC_VARIABLES = (
     "spec-rejected",
     "spec-chart",
 )
-"""App variables the token and chart styles read (see app.tcss)."""
+"""App variables the token and chart styles read (see the widgets' DEFAULT_CSS)."""
 
 THEME_SUFFIXES = (".toml", ".json")
 

@@ -37,7 +37,6 @@ class ScreenListener:
 class TrafficApp(SpectuiBaseApp):
     """`spectui proxy`'s TUI. Without a session (tests), it shows ``hub`` and serves nothing."""
 
-    CSS_PATH = ["app.tcss", "traffic.tcss"]  # type: ignore[assignment]  # noqa: RUF012
     TITLE = "spectui proxy"
 
     def __init__(

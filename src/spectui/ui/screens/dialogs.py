@@ -12,12 +12,45 @@ from textual.widgets import Footer, Label, Static
 
 AnswerT = TypeVar("AnswerT")
 
+DIALOG_CSS = """
+    & .dialog {
+        width: 76;
+        max-width: 100%;
+        height: auto;
+        max-height: 100%;
+        border: thick $primary;
+        background: $surface;
+        padding: 0 1;
+    }
+    & .dialog-title {
+        text-style: bold;
+        color: $accent;
+        width: 100%;
+        content-align: center middle;
+    }
+    & .dialog-help, & .hint { color: $text-muted; }
+    & .hint { margin-top: 1; }
+    & .field-label {
+        padding: 0 1 0 0;
+        color: $text-muted;
+    }
+    & .dialog Input { margin-bottom: 1; }
+"""
+"""The dialog box every dialog screen draws, nested in each screen's rule (where a modal sits
+on the screen is the app's layout: app.tcss)."""
+
 
 class AnswerOnce(ModalScreen[AnswerT]):
     """A modal that answers exactly once.
 
     Keys typed ahead (a fast typist, or keys arriving in one burst over SSH) can submit a dialog
     again before its first dismissal has popped it; a second dismiss would pop the screen below.
+    """
+
+    DEFAULT_CSS = f"""
+    AnswerOnce {{
+        {DIALOG_CSS}
+    }}
     """
 
     _answered = False
@@ -55,6 +88,10 @@ HELP_TEXT = """\
 
 class ConfirmScreen(AnswerOnce[bool]):
     """A question answered with y / n."""
+
+    DEFAULT_CSS = """
+    ConfirmScreen #question { padding: 1 0; }
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "Yes"),
@@ -108,6 +145,21 @@ Gemma 3 270M (about 250 MB).
 
 class NoModelScreen(Screen[None]):
     """Shown instead of the main screen when there is nothing to run."""
+
+    DEFAULT_CSS = f"""
+    NoModelScreen {{
+        align: center middle;
+        {DIALOG_CSS}
+        & #no-model {{
+            width: 84;
+            max-width: 100%;
+        }}
+        & #no-model-reason {{
+            color: $warning;
+            padding: 1 0;
+        }}
+    }}
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("q,escape", "app.quit", "Quit")]
 

@@ -45,6 +45,21 @@ def builtin_choice(prompt: BuiltinPrompt, request: GenerationRequest) -> PromptC
 class PromptPickerScreen(AnswerOnce[PromptChoice | None]):
     """Dismisses with the new `PromptChoice`, or None when cancelled."""
 
+    DEFAULT_CSS = """
+    PromptPickerScreen {
+        & #prompts {
+            height: auto;
+            max-height: 12;
+        }
+        & #sampling-row { height: auto; }
+        & #sampling-row Input {
+            width: 8;
+            margin-right: 2;
+        }
+        & #custom-text { height: 5; }
+    }
+    """
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+s", "choose", "Use"),

@@ -30,6 +30,21 @@ from spectui.ui.screens.dialogs import AnswerOnce
 class SpecPickerScreen(AnswerOnce[SpecConfig | None]):
     """Choose a spec type; dismisses with the new `SpecConfig`, or None when cancelled."""
 
+    DEFAULT_CSS = """
+    SpecPickerScreen {
+        & #spec-types {
+            height: auto;
+            max-height: 12;
+        }
+        & #draft-model-row, & #draft-n-row, & #synth-row { height: auto; }
+        & #draft-n-row Input, & #synth-row Input {
+            width: 8;
+            margin-right: 2;
+        }
+        & #synth-row .field-label { color: $warning; }
+    }
+    """
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+s", "choose", "Switch"),

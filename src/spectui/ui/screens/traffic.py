@@ -140,6 +140,30 @@ AGE_OUT_EVERY = timedelta(seconds=5)
 class TrafficScreen(Screen[None]):
     """The live table, the aggregate pane and a status line."""
 
+    DEFAULT_CSS = """
+    TrafficScreen > #traffic-status {
+        height: 1;
+        padding: 0 1;
+        background: $panel;
+        color: $text;
+    }
+    TrafficScreen > #traffic-status.-failed {
+        color: $error;
+        text-style: bold;
+    }
+    TrafficScreen > #requests {
+        height: 1fr;
+        scrollbar-size-vertical: 1;
+    }
+    TrafficScreen > #traffic-aggregate {
+        height: auto;
+        max-height: 4;
+        padding: 0 1;
+        border-top: solid $secondary;
+        color: $text;
+    }
+    """
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Tokens"),
         Binding("question_mark", "help", "Help", key_display="?"),

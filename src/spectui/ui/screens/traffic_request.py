@@ -26,6 +26,15 @@ REFRESH_S = 0.1
 class TrafficRequestScreen(Screen[None]):
     """Tokens and metrics of one proxied request."""
 
+    DEFAULT_CSS = """
+    TrafficRequestScreen > #traffic-request-title {
+        height: 1;
+        padding: 0 1;
+        background: $panel;
+        color: $text;
+    }
+    """
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,backspace", "app.pop_screen", "Back"),
         Binding("q", "app.quit", "Quit"),

@@ -52,6 +52,11 @@ class PositionBars(Widget):
     """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"bars--bar", "bars--axis"}
+    DEFAULT_CSS = """
+    PositionBars { height: 1fr; }
+    PositionBars > .bars--bar { color: $spec-chart; }
+    PositionBars > .bars--axis { color: $text-muted; }
+    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -103,6 +108,25 @@ def _strip(segments: list[Segment], width: int, base: Style) -> Strip:
 
 class ChartsPane(Horizontal):
     """The three charts side by side; `replot` redraws whatever changed."""
+
+    DEFAULT_CSS = """
+    ChartsPane {
+        height: 4;
+        padding: 0 1;
+    }
+    ChartsPane > Vertical {
+        width: 1fr;
+        padding-right: 1;
+    }
+    ChartsPane .chart-title {
+        color: $text-muted;
+        text-style: italic;
+    }
+    ChartsPane Sparkline { height: 1fr; }
+    ChartsPane Sparkline > .sparkline--min-color { color: $spec-target; }
+    ChartsPane Sparkline > .sparkline--max-color { color: $spec-chart; }
+    ChartsPane > Vertical > #tps-plot { display: none; }
+    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

@@ -137,6 +137,14 @@ class MetricsPane(Widget):
         "metrics--heading",
         "metrics--warning",
     }
+    DEFAULT_CSS = """
+    MetricsPane { height: auto; }
+    MetricsPane > .metrics--label { color: $text-muted; }
+    MetricsPane > .metrics--now { color: $text; text-style: bold; }
+    MetricsPane > .metrics--previous { color: $text-muted; }
+    MetricsPane > .metrics--heading { color: $accent; text-style: bold underline; }
+    MetricsPane > .metrics--warning { color: $warning; text-style: bold; }
+    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

@@ -62,6 +62,20 @@ class ServerBar(Widget):
         "server--spec",
         "server--hint",
     }
+    DEFAULT_CSS = """
+    ServerBar {
+        height: 2;
+        padding: 0 1;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    ServerBar > .server--ok { color: $success; text-style: bold; }
+    ServerBar > .server--busy { color: $warning; text-style: bold; }
+    ServerBar > .server--failed { color: $error; text-style: bold reverse; }
+    ServerBar > .server--info { color: $text-muted; }
+    ServerBar > .server--spec { color: $accent; text-style: bold; }
+    ServerBar > .server--hint { color: $error; text-style: bold; }
+    """
 
     def __init__(self, info: ServerInfo, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -135,6 +149,24 @@ class ServerBar(Widget):
 
 class ServerPane(Vertical):
     """The bar plus a toggleable log view."""
+
+    DEFAULT_CSS = """
+    ServerPane {
+        height: auto;
+        background: $panel;
+    }
+    ServerPane > #server-log {
+        display: none;
+        height: 7;
+        background: $surface;
+        color: $text-muted;
+        border-top: solid $panel-lighten-2;
+        padding: 0 1;
+        overflow-x: hidden;
+        scrollbar-size-vertical: 1;
+    }
+    ServerPane.-show-log > #server-log { display: block; }
+    """
 
     def __init__(self, info: ServerInfo, *, id: str | None = None) -> None:
         super().__init__(id=id)

@@ -105,7 +105,19 @@ class TokenStyles:
 
 
 TOKEN_CLASSES = {"token--draft", "token--target", "token--rejected"}
-"""Component classes that carry the token styles (see app.tcss)."""
+"""Component classes that carry the token styles (`TOKEN_CSS`)."""
+
+TOKEN_CSS = """
+    & > .token--draft {
+        color: $spec-accepted;
+        background: $spec-accepted-background;
+        text-style: underline;
+    }
+    & > .token--target { color: $spec-target; }
+    & > .token--rejected { color: $spec-rejected; text-style: bold; }
+"""
+"""The token styles, nested in the view's and the legend's rules: colour plus a second cue, so
+they read in monochrome and 16 colours (theme variables only: themes live in themes/)."""
 
 
 def token_styles(widget: Widget) -> TokenStyles:
@@ -121,6 +133,13 @@ class TokenLegend(Widget):
     """One line explaining the styles, drawn with the very styles it explains."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = TOKEN_CLASSES
+    DEFAULT_CSS = f"""
+    TokenLegend {{
+        height: 1;
+        color: $text-muted;
+        {TOKEN_CSS}
+    }}
+    """
 
     def render(self) -> Text:
         styles = token_styles(self)
@@ -174,6 +193,16 @@ class TokenView(ScrollView, can_focus=True):
     """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = TOKEN_CLASSES
+    DEFAULT_CSS = f"""
+    TokenView {{
+        height: 1fr;
+        scrollbar-size-vertical: 1;
+        /* Lines are wrapped to the content width: keep it stable when the scrollbar appears. */
+        scrollbar-gutter: stable;
+        overflow-x: hidden;
+        {TOKEN_CSS}
+    }}
+    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -369,6 +398,16 @@ class TokenView(ScrollView, can_focus=True):
 
 class AnswerPane(Vertical):
     """Legend, then the scrolling answer; the border title names the prompt and run state."""
+
+    DEFAULT_CSS = """
+    AnswerPane {
+        width: 1fr;
+        border: round $primary;
+        border-title-color: $text;
+        border-subtitle-color: $text-muted;
+        padding: 0 0 0 1;
+    }
+    """
 
     def compose(self) -> ComposeResult:
         self._view = TokenView(id="tokens")  # (kept: every batch reaches it; a query walks the DOM)
