@@ -343,3 +343,24 @@ def test_reports_show_the_evidence_and_the_rule() -> None:
     assert "identical to the baseline's at temperature 0, or the config is dropped" in (
         to_markdown(strict)
     )
+
+
+async def test_a_chat_runs_probe_goes_through_the_models_template() -> None:
+    paths: list[str] = []
+    answer = json.loads((FIXTURES / "completion-n-probs.json").read_text())
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        paths.append(request.url.path)
+        if request.url.path == "/apply-template":
+            assert body == {"messages": [{"role": "user", "content": "Hi"}]}
+            return httpx.Response(200, json={"prompt": "<start_of_turn>user\nHi<end_of_turn>\n"})
+        if request.url.path == "/tokenize":
+            # The template holds its own special tokens: none are added to it.
+            assert body["add_special"] is False
+            return httpx.Response(200, json={"tokens": [1, 2]})
+        return httpx.Response(200, json=answer)
+
+    prober = HttpProber(lambda: "http://127.0.0.1:9", transport=httpx.MockTransport(handler))
+    await prober.top_candidates(ProbeRequest(prompt="Hi", prefix="Hel", chat=True))
+    assert paths == ["/apply-template", "/tokenize", "/tokenize", "/completion"]
