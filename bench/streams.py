@@ -3,7 +3,7 @@
 The capture (tests/fixtures/completion-ngram-simple.sse: ngram-simple on Gemma 3 270M, 120 tokens)
 is repeated with its cumulative counters carried on, so a stream of any length has the real
 chunk shapes, text, and drafted/accepted pattern. `sse_body` gives the raw bytes a server would
-send; `engine_events` the typed events the engine turns them into.
+send.
 """
 
 from __future__ import annotations
@@ -11,9 +11,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-
-from spectui.core.events import EngineEvent, TokenEvent
-from spectui.core.stream.run import ChunkProcessor
 
 CAPTURE = (
     Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "completion-ngram-simple.sse"
@@ -67,13 +64,3 @@ def long_payloads(tokens: int) -> list[str]:
 def sse_body(payloads: list[str]) -> bytes:
     """The bytes of an SSE response carrying ``payloads``."""
     return "".join(f"data: {p}\n\n" for p in payloads).encode()
-
-
-def engine_events(tokens: int) -> list[EngineEvent]:
-    """The token and step events the engine makes of a ``tokens``-token stream (times unset)."""
-    processor = ChunkProcessor(chat=False)
-    events: list[EngineEvent] = []
-    for payload in long_payloads(tokens):
-        events.extend(processor.feed(payload, 0.0))
-    assert sum(isinstance(e, TokenEvent) for e in events) >= tokens
-    return events

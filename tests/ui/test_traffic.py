@@ -9,10 +9,13 @@ from collections.abc import Callable
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
+from textual.widgets.data_table import ColumnKey
 
 from spectui.config import Settings
+from spectui.core.events import RunMetrics
+from spectui.core.stream.dialects import ResponseTotals
 from spectui.core.traffic.models import RequestStatus
-from spectui.ui.screens.traffic import MAX_ROWS, TrafficScreen
+from spectui.ui.screens.traffic import MAX_ROWS, TrafficScreen, row_cells
 from spectui.ui.screens.traffic_request import TrafficRequestScreen
 from spectui.ui.themes import SHIPPED_THEMES
 from spectui.ui.traffic_app import TrafficApp
@@ -60,6 +63,38 @@ async def test_rows_newest_first_live_then_done() -> None:
         assert table.get_row_at(0)[STATUS] == "done"
         aggregate = str(app.screen_traffic.query_one("#traffic-aggregate", Static).render())
         assert "last 50: 2 req" in aggregate
+
+
+async def test_columns_fit_their_numbers_and_a_non_streamed_request_has_its_rate() -> None:
+    # Rows are added with dashes and get their numbers later: the columns grow to them (a mean
+    # length of 24.14 is not cut to '24.'), and a non-streamed request shows the tokens/s of
+    # its final timings.
+    hub, clocks = make_hub()
+    app = TrafficApp(None, Settings(), hub=hub)
+    async with app.run_test(size=(120, 30)) as pilot:
+        plain = begin(hub, "/v1/completions", streamed=False)
+        clocks.t += 2.0
+        totals = ResponseTotals(tokens=96, timings={"predicted_per_second": 48.25})
+        hub.finish(plain, status=RequestStatus.DONE, http_status=200, totals=totals)
+        await pilot.pause(0.4)
+        table = table_of(app)
+        row = table.get_row_at(0)
+        assert row[1] == "v1/completions" and row[2] == "96" and row[3] == "48.2"
+        screen = app.screen_traffic
+        length = screen.table.columns[ColumnKey("mal")]
+        record = plain.record
+        assert record is not None
+        metrics = RunMetrics(tokens=338, steps=14, drafted=400, accepted=324)
+        shown = row_cells(plain, record.model_copy(update={"metrics": metrics}), None)
+        screen._update_row(plain, shown)
+        await pilot.pause(0.2)
+        assert table.get_row_at(0)[5] == "24.14"
+        assert length.content_width >= len("24.14")
+        # Narrower values later leave the column as wide (rows do not jump).
+        screen._update_row(plain, row_cells(plain, record, None))
+        await pilot.pause(0.2)
+        assert table.get_row_at(0)[5] == "–"
+        assert length.content_width >= len("24.14")
 
 
 async def test_requests_age_out_of_the_minutes_window_while_quiet() -> None:

@@ -27,6 +27,7 @@ from spectui.core.events import (
     SummaryEvent,
     TokenEvent,
 )
+from spectui.core.stream.run import READ_GAP_S
 from spectui.ui.messages import (
     MemorySampled,
     MetricsUpdated,
@@ -41,11 +42,12 @@ FLUSH_INTERVAL_S = 0.05
 """A busy stream's batches reach the screen at most this often (20 Hz): smooth, and cheap over
 SSH; at thousands of tokens a second the screen stays within ~100 ms of the stream."""
 
-QUIET_FLUSH_INTERVAL_S = 0.15
+QUIET_FLUSH_INTERVAL_S = READ_GAP_S
 """A stream of a few tokens a batch is drawn at most this often (~7 Hz): at the tens of tokens a
 second a CPU server makes, each batch cost more than the tokens it showed (a frame, the messages
 and the wake-ups: ~3 ms of the app's CPU in a real terminal), and the text still reads as a
-stream. A run reads its stream at the same pace (`core.stream.run.READ_GAP_S`)."""
+stream. It is the pace a run reads its stream at (`core.stream.run.READ_GAP_S`), by definition:
+a shorter interval would only draw the same batches, a longer one would hold tokens read."""
 
 BUSY_BATCH = 32
 """Tokens waiting that make a batch busy: it goes out at the fast interval."""

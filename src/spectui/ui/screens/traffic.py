@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -20,6 +21,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
+from textual.widgets.data_table import ColumnKey
 
 from spectui.core.events import RunMetrics
 from spectui.core.traffic.aggregate import Aggregate, aggregate, last_minutes, last_requests
@@ -51,7 +53,6 @@ COLUMNS = (
 SHORT_ENDPOINTS = {
     "/v1/chat/completions": "chat",
     "/chat/completions": "chat",
-    "/v1/completions": "v1/compl",
     "/v1/messages": "messages",
 }
 """Endpoint names as the narrow table shows them (the rest as they are, without '/')."""
@@ -86,6 +87,8 @@ def row_cells(live: LiveRequest, record: TrafficRecord | None, metrics: RunMetri
         prompt = metrics.prompt_tokens
         rate, ttft = metrics.tokens_per_second, metrics.ttft_ms
         length, acceptance = metrics.mean_acceptance_length, metrics.acceptance_rate
+    elif record is not None:  # not attributed (non-streamed): the rate the server measured
+        rate = record.server_timings.get("predicted_per_second")
     status = record.status.value if record is not None else RequestStatus.STREAMING.value
     if record is not None and record.http_status >= 400:
         status = f"{status} {record.http_status}"
@@ -260,8 +263,14 @@ class TrafficScreen(Screen[None]):
     def _update_row(self, live: LiveRequest, row: Row) -> None:
         table = self.table
         key = str(live.info.id)
+        columns = table.columns
         for (column, _label), value in zip(COLUMNS, row.cells, strict=True):
-            table.update_cell(key, column, value)
+            # A column grows to a value wider than it (a row is added with dashes, numbers come
+            # later), never shrinks: rows do not jump, and a narrower value costs no measuring
+            # of the whole column at 4 Hz.
+            wider = cell_len(value.plain if isinstance(value, Text) else value)
+            grow = wider > columns[ColumnKey(column)].content_width
+            table.update_cell(key, column, value, update_width=grow)
 
     def _refresh_live(self) -> None:
         for live in list(self.hub.live.values()):

@@ -33,10 +33,10 @@ MAX_TOKENS = 4000
 """Tokens kept on screen; enough for any demo, small enough to re-wrap at 20 Hz."""
 
 REJECT_MARK = "✗"
+"""Drawn before a target token that replaced rejected drafts, followed by the count."""
 
 SCROLL_STEPS = 4
 """Following a growing answer, the view scrolls by 1/SCROLL_STEPS of its height at a time."""
-"""Drawn before a target token that replaced rejected drafts, followed by the count."""
 
 
 @dataclass(frozen=True, slots=True)
