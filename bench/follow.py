@@ -78,10 +78,26 @@ async def write_paced(folder: Path, rate: float, tokens: int, times_out: Path) -
 # -- a follower process ---------------------------------------------------------------------------
 
 
-async def follower_process(folder: Path) -> None:
-    """A headless follower until SIGTERM (what `spectui follow DIR` is, without a terminal)."""
+async def follower_process(folder: Path, ready: Path) -> None:
+    """A headless follower until SIGTERM (what `spectui follow DIR` is, without a terminal);
+    ``ready`` is created once it draws and follows."""
     app = FollowApp(follow_engine(FollowOptions(target=folder)), Settings())
+
+    async def mark_ready() -> None:
+        def following() -> bool:
+            screen = app.main_screen
+            return (
+                isinstance(screen, FollowScreen)
+                and screen.is_mounted
+                and any(worker.group == "follow" for worker in app.workers)
+            )
+
+        await until(following, every=0.05)
+        await asyncio.to_thread(ready.touch)
+
+    marker = asyncio.create_task(mark_ready())
     await app.run_until_quit(headless=True)
+    marker.cancel()
 
 
 def spawn(*args: str) -> subprocess.Popen[bytes]:
@@ -189,7 +205,8 @@ def cpu_main(quick: bool) -> dict[str, object]:
 async def presenter_run(folder: Path, rate: float, tokens: int, followers: int) -> dict[str, float]:
     engine = RecordingEngine(PacedEngine(tokens, rate), sessions_dir=folder)
     app = SpectuiApp(engine, Settings(n_predict=tokens), prompt="recorded stream")
-    procs = [spawn("follower", str(folder)) for _ in range(followers)]
+    ready = [folder.parent / f"{folder.name}-ready-{n}" for n in range(followers)]
+    procs = [spawn("follower", str(folder), str(path)) for path in ready]
     log = PaintLog()
     try:
         watched = [psutil.Process(p.pid) for p in procs]
@@ -197,7 +214,10 @@ async def presenter_run(folder: Path, rate: float, tokens: int, followers: int) 
             screen = app.main_screen
             assert screen is not None
             await until(lambda: screen.state is ServerState.READY and not screen.running)
-            await asyncio.sleep(3.0)  # followers up and idle (and the app past its first frames)
+            # Every follower up and following (on a busy machine that takes a while), and the
+            # app past its first frames.
+            await until(lambda: all(path.exists() for path in ready), give_up_s=300)
+            await asyncio.sleep(2.0)
             me = psutil.Process()
             before = [w.cpu_times() for w in watched]
             cpu0, wall0 = me.cpu_times(), time.monotonic()
@@ -275,7 +295,7 @@ if __name__ == "__main__":
         asyncio.run(write_paced(Path(folder), float(rate), int(tokens), Path(out)))
         sys.exit(0)
     if len(sys.argv) > 1 and sys.argv[1] == "follower":
-        asyncio.run(follower_process(Path(sys.argv[2])))
+        asyncio.run(follower_process(Path(sys.argv[2]), Path(sys.argv[3])))
         sys.exit(0)
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("which", choices=["lag", "cpu", "cost", "all"], nargs="?", default="all")
