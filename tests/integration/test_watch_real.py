@@ -26,38 +26,44 @@ PROMPT = "Count: 1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 
 
 @pytest.fixture(scope="module")
 def upstream(llama_binary: Path, gemma_model: Path) -> Iterator[str]:
+    # (--context-shift: a generation without n_predict goes on past the context until cancelled.)
     args = ("--spec-type", "ngram-mod", "--spec-ngram-mod-n-min", "4",
-            "--spec-ngram-mod-n-match", "8", "--parallel", "2", "--metrics")  # fmt: skip
+            "--spec-ngram-mod-n-match", "8", "--parallel", "2", "--metrics",
+            "--context-shift")  # fmt: skip
     with outside_server(llama_binary, gemma_model, *args) as (url, _pid):
         wait_healthy(url, 120)
         yield url
 
 
 @contextlib.contextmanager
-def generating(url: str, n_predict: int) -> Iterator[None]:
-    """A streamed request from outside spectui, in a thread, until the block ends."""
+def generating(url: str) -> Iterator[None]:
+    """A streamed request from outside spectui, in a thread, decoding from the moment the block
+    starts until it ends, however fast or slow this machine is: the generation has no end of its
+    own (no n_predict, EOS ignored, the context shifted), so it is busy until it is cancelled."""
     stop = threading.Event()
 
     def client() -> None:
-        body = {"prompt": PROMPT, "n_predict": n_predict, "stream": True, "temperature": 0}
-        with httpx.stream("POST", url + "/completion", json=body, timeout=120) as response:
+        body = {"prompt": PROMPT, "n_predict": -1, "ignore_eos": True, "stream": True,
+                "temperature": 0}  # fmt: skip
+        with httpx.stream("POST", url + "/completion", json=body, timeout=600) as response:
             for _ in response.iter_lines():
                 if stop.is_set():
-                    return
+                    return  # (closing the response cancels the generation)
 
     thread = threading.Thread(target=client, daemon=True)
     thread.start()
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            slots = httpx.get(url + "/slots").json()
-            if any(s["is_processing"] and s["next_token"][0]["n_decoded"] > 0 for s in slots):
-                break
+        deadline = time.monotonic() + 600  # a hang guard, not a speed limit
+        while not any(
+            s["is_processing"] and s.get("next_token") and s["next_token"][0]["n_decoded"] > 0
+            for s in httpx.get(url + "/slots", timeout=60).json()
+        ):
+            assert time.monotonic() < deadline, "the generation never started"
             time.sleep(0.05)
         yield
     finally:
         stop.set()
-        thread.join(30)
+        thread.join(60)
 
 
 async def test_window_deltas_equal_metrics(upstream: str) -> None:
@@ -81,20 +87,25 @@ async def test_window_deltas_equal_metrics(upstream: str) -> None:
 
 
 def test_once_json_shows_the_busy_slot(upstream: str) -> None:
-    with generating(upstream, 400):
-        expected = SpecCounters.of(_metrics(upstream))
+    with generating(upstream):
+        before = SpecCounters.of(_metrics(upstream))
         result = spectui("watch", "--url", upstream, "--once", "--json", "--interval", "2")
+        after = SpecCounters.of(_metrics(upstream))
     assert result.returncode == 0, result.stderr
     view = json.loads(result.stdout)
     busy = [s for s in view["slots"] if s["busy"]]
     assert len(busy) == 1 and busy[0]["decoded"] > 0
-    assert busy[0]["tokens_per_second"] and busy[0]["tokens_per_second"] > 0
+    # Measured over the interval, the same task in both polls. (Not asserted > 0: a busy machine
+    # may take longer than the interval to verify one batch of 64 drafted tokens.)
+    assert busy[0]["tokens_per_second"] is not None and busy[0]["tokens_per_second"] >= 0
     assert len(view["slots"]) == 2
-    total = view["spec_total"]
-    assert (total["steps"], total["drafted"], total["accepted"]) == (
-        expected.steps, expected.drafted, expected.accepted,
-    )  # fmt: skip
-    assert total["accepted_per_position"] == expected.accepted_per_position
+    # The totals as /metrics had them while watch read them (between the readings either side).
+    total = SpecCounters.model_validate(view["spec_total"])
+    for name in ("steps", "drafted", "accepted"):
+        assert getattr(before, name) <= getattr(total, name) <= getattr(after, name), name
+    positions = zip(before.accepted_per_position, total.accepted_per_position,
+                    after.accepted_per_position, strict=True)  # fmt: skip
+    assert all(low <= seen <= high for low, seen, high in positions)
     assert view["rss_bytes"] and view["rss_bytes"] > 50 * 2**20  # the server runs here
 
 
