@@ -202,15 +202,19 @@ async def compare(settings: Settings) -> str:
     return await _shoot(app, ready, "spectui compare", COMPARE_SIZE)
 
 
+TUNE_SIZE = (150, 24)
+"""The Tune screen's picture: every leaderboard column and the candidate's detail."""
+
+
 async def tune(settings: Settings) -> str:
-    """The Tune screen over a finished tune."""
+    """The Tune screen's overall leaderboard over a tune, its leader highlighted."""
     document = TuneDocument.model_validate_json(_path("tune").read_bytes())
     app = TuneApp(ReplayEngine(read_session(SESSION)), settings, Finished(document))
 
     async def ready(pilot: Pilot[object]) -> bool:
         return bool(getattr(app.screen, "finished", False))
 
-    return await _shoot(app, ready, "spectui tune")
+    return await _shoot(app, ready, "spectui tune", TUNE_SIZE)
 
 
 START = datetime(2026, 1, 2, 10, 0, 0, tzinfo=UTC)
