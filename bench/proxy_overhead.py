@@ -5,6 +5,7 @@ the headless proxy against direct.
     python bench/proxy_overhead.py throughput [--reps 3] [--n-predict 128]
     python bench/proxy_overhead.py memory [--requests 10000]
     python bench/proxy_overhead.py chunk [--repeat 200]
+    python bench/proxy_overhead.py overrides [--rounds 3] [--idle 10] [--chunks 1000]
 
 latency: a stand-in upstream (its own process) streams /completion chunks shaped like the real
 ones, each stamped with CLOCK_MONOTONIC when sent; the client reads them directly and through
@@ -12,6 +13,10 @@ ones, each stamped with CLOCK_MONOTONIC when sent; the client reads them directl
 the difference of the two distributions' quantiles. throughput: the real llama-server
 (Gemma 270M, ngram-simple), `predicted_per_second` of its final timings, direct vs through the
 proxy, alternating. memory: the proxy's RSS before and after N short streamed requests.
+overrides: what each gated override buys against its stock path (`SPECTUI_STOCK=1`), in one run,
+alternating: the lean uvicorn server (no 10 Hz tick) as the idle proxy's CPU and as its CPU per
+relayed chunk; the asyncio transport as a client's CPU per chunk read, against httpx's own
+transport and against a blocking read in a thread (the simpler public path).
 """
 
 from __future__ import annotations
@@ -84,8 +89,13 @@ def upstream_main(port: int, rate: float) -> None:
 
 
 @contextlib.contextmanager
-def process(args: list[str], ready_url: str) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def process(
+    args: list[str], ready_url: str, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen(
+        args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -250,6 +260,102 @@ def chunk(args: argparse.Namespace) -> None:
     print(json.dumps(result, indent=2))
 
 
+# -- what each override buys ------------------------------------------------------------------
+
+
+def _cpu(proc: subprocess.Popen[bytes]) -> float:
+    times = psutil.Process(proc.pid).cpu_times()
+    return times.user + times.system
+
+
+def _proxy_cpu(upstream: str, stock: bool, idle_s: float, chunks: int) -> tuple[float, float]:
+    """(idle % of a core, µs of CPU per relayed chunk) of a headless proxy process."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {"SPECTUI_STOCK": "1"} if stock else {"SPECTUI_STOCK": ""}
+    with process(proxy_cmd(upstream, port), url + "/spectui/metrics", env) as proc:
+        asyncio.run(delays(url, 50))  # (warm)
+        time.sleep(1)
+        start = _cpu(proc)
+        time.sleep(idle_s)
+        idle = (_cpu(proc) - start) / idle_s * 100
+        start = _cpu(proc)
+        asyncio.run(delays(url, chunks))
+        per_chunk = (_cpu(proc) - start) / chunks * 1e6
+    return idle, per_chunk
+
+
+async def _read_async(url: str, chunks: int, transport: httpx.AsyncBaseTransport | None) -> float:
+    body = {"prompt": "x", "n_predict": chunks, "stream": True}
+    async with httpx.AsyncClient(timeout=120, transport=transport) as http:
+        start = time.process_time()
+        async with http.stream("POST", url + "/completion", json=body) as response:
+            async for _line in response.aiter_lines():
+                pass
+        return (time.process_time() - start) / chunks * 1e6
+
+
+def _read_thread(url: str, chunks: int) -> float:
+    """A blocking read in a thread that hands each line to the event loop, as a consumer on the
+    loop (the TUI, a stream run) needs it."""
+
+    async def run() -> float:
+        loop = asyncio.get_running_loop()
+        lines: asyncio.Queue[str | None] = asyncio.Queue()
+
+        def blocking() -> None:
+            body = {"prompt": "x", "n_predict": chunks, "stream": True}
+            with httpx.stream("POST", url + "/completion", json=body, timeout=120) as response:
+                for line in response.iter_lines():
+                    loop.call_soon_threadsafe(lines.put_nowait, line)
+            loop.call_soon_threadsafe(lines.put_nowait, None)
+
+        start = time.process_time()
+        reader = asyncio.create_task(asyncio.to_thread(blocking))
+        while await lines.get() is not None:
+            pass
+        await reader
+        return (time.process_time() - start) / chunks * 1e6
+
+    return asyncio.run(run())
+
+
+def overrides(args: argparse.Namespace) -> None:
+    from spectui.core.llama.transport import AsyncioTransport
+
+    up_port = free_port()
+    upstream = f"http://127.0.0.1:{up_port}"
+    up_cmd = [sys.executable, __file__, "upstream", str(up_port), str(args.rate)]
+    figures: dict[str, list[float]] = {k: [] for k in (
+        "proxy_idle_lean", "proxy_idle_stock", "relay_us_lean", "relay_us_stock",
+        "read_us_asyncio", "read_us_httpx", "read_us_thread")}  # fmt: skip
+    with process(up_cmd, upstream + "/health"):
+        for _ in range(args.rounds):
+            for stock in (False, True):
+                idle, relay = _proxy_cpu(upstream, stock, args.idle, args.chunks)
+                name = "stock" if stock else "lean"
+                figures[f"proxy_idle_{name}"].append(idle)
+                figures[f"relay_us_{name}"].append(relay)
+            figures["read_us_asyncio"].append(
+                asyncio.run(_read_async(upstream, args.chunks, AsyncioTransport()))
+            )
+            figures["read_us_httpx"].append(asyncio.run(_read_async(upstream, args.chunks, None)))
+            figures["read_us_thread"].append(_read_thread(upstream, args.chunks))
+    medians = {k: statistics.median(v) for k, v in figures.items()}
+    result = {
+        "rounds": args.rounds, "idle_s": args.idle, "chunks": args.chunks, "rate": args.rate,
+        **{k: round(v, 3) for k, v in medians.items()},
+        "lean_uvicorn_idle_ratio": medians["proxy_idle_stock"]
+        / max(medians["proxy_idle_lean"], 1e-9),
+        "lean_uvicorn_relay_ratio": medians["relay_us_stock"] / medians["relay_us_lean"],
+        "transport_vs_httpx_ratio": medians["read_us_httpx"] / medians["read_us_asyncio"],
+        "transport_vs_thread_ratio": medians["read_us_thread"] / medians["read_us_asyncio"],
+        "load_average": os.getloadavg()[0],
+    }  # fmt: skip
+    write_result("proxy_overrides", result)
+    print(json.dumps(result, indent=2))
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "upstream":
         upstream_main(int(sys.argv[2]), float(sys.argv[3]))
@@ -267,8 +373,14 @@ def main() -> None:
     one.add_argument("--repeat", type=int, default=200)
     mem = sub.add_parser("memory")
     mem.add_argument("--requests", type=int, default=10_000)
+    ovr = sub.add_parser("overrides")
+    ovr.add_argument("--rounds", type=int, default=3)
+    ovr.add_argument("--idle", type=float, default=10.0)
+    ovr.add_argument("--chunks", type=int, default=1000)
+    ovr.add_argument("--rate", type=float, default=200.0)
     args = parser.parse_args()
-    commands = {"latency": latency, "throughput": throughput, "memory": memory, "chunk": chunk}
+    commands = {"latency": latency, "throughput": throughput, "memory": memory, "chunk": chunk,
+                "overrides": overrides}  # fmt: skip
     commands[args.what](args)
 
 

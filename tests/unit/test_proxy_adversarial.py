@@ -20,6 +20,7 @@ import openai
 import pytest
 from pydantic import SecretStr
 
+from spectui.core.llama.transport import AsyncioTransport
 from spectui.core.traffic.hub import TrafficHub
 from spectui.core.traffic.models import ProxyLimits, RequestStatus, TrafficRecord
 from spectui.core.traffic.proxy import TrafficProxy
@@ -492,3 +493,40 @@ async def test_a_chunked_request_body_from_a_raw_socket_is_relayed() -> None:
     sent = sum(line.startswith(b"data: ") for line in _sse_lines("completion-ngram-simple-2.sse"))
     assert answer.startswith(b"HTTP/1.1 200") and answer.count(b"data: ") == sent
     assert record.status is RequestStatus.DONE and record.tokens == 120
+
+
+async def test_the_stock_paths_serve_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    # SPECTUI_STOCK=1: httpx's own transport for pass-through, uvicorn's own server.
+    from spectui.core import overrides
+    from spectui.core.traffic import serve
+
+    monkeypatch.setenv(overrides.STOCK_ENV, "1")
+    overrides.reset()
+    try:
+        stand_in = StandIn(lambda r, w: _stream_capture(stand_in, r, w, "chat-ngram-simple.sse"))
+        async with stand_in.running() as upstream, serving(upstream) as (url, proxy, records):
+            assert not isinstance(proxy.http._transport, AsyncioTransport)
+            client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
+            stream = await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+            )
+            text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+            await client.close()
+            (record,) = await records.wait_for(1)
+        assert text and record.text == text and record.status is RequestStatus.DONE
+        assert serve.enabled(serve.LEAN_UVICORN, serve._server_hooks_present) is False
+    finally:
+        overrides.reset()
+
+
+async def test_a_malformed_key_at_start_up_is_never_shown() -> None:
+    # The start-up check (`ServerClient`) goes through httpx: its error is named, not quoted.
+    from spectui.core.llama.client import ServerClient
+
+    stand_in = _stand_in("silent")
+    async with stand_in.running() as upstream:
+        client = ServerClient(upstream, "sk-very-secret\r")
+        said = (await client.health()).model_dump_json()
+        await client.aclose()
+    assert "very-secret" not in said and "not shown" in said
+    assert stand_in.heads == []

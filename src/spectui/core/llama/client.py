@@ -248,6 +248,8 @@ class ServerClient:
 
 def _reason(exc: httpx.HTTPError) -> str:
     """The innermost cause of a transport error, e.g. 'connection refused'."""
+    if isinstance(exc, httpx.LocalProtocolError):  # (h11's text quotes the refused header)
+        return "a request header is not valid HTTP (its value is not shown)"
     text = str(exc) or type(exc).__name__
     if "refused" in text.lower():
         return "connection refused"

@@ -5,8 +5,10 @@ scope for its timeout and wakes the task through an `asyncio.Event`, several loo
 SSE chunk. At one chunk per token that was most of what watching a stream cost (measured at
 50 tok/s on 2 cores: reading a stream took 2.5-2.8 % of a core through anyio, 1.4-1.6 % through
 this backend, 1.2 % for a blocking read in a thread). httpcore takes its network layer as a
-parameter (`network_backend`), so httpx stays the client and only the bytes' path changes:
-data arrives in `Protocol.data_received` and a waiting read is woken by one future.
+parameter (`network_backend`) and httpx takes any transport, so httpx stays the client and only
+the bytes' path changes, through public interfaces only: data arrives in
+`BufferedProtocol.data_received` (`spectui.core.net`) and a waiting read is woken by one future.
+The gate `LEAN_TRANSPORT` (tested httpcore, `SPECTUI_STOCK=1`) falls back to httpx's own.
 
 Timeouts keep httpcore's meaning (a read or write that waits longer raises its `*Timeout`); a
 read with no timeout (an open stream) costs no timer at all.
