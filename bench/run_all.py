@@ -30,6 +30,7 @@ BENCHMARKS: list[tuple[list[str], list[str]]] = [
     (["client_cpu.py"], ["--reps", "1"]),
     (["overhead.py"], ["--rounds", "3"]),
     (["overhead.py", "--pin"], ["--rounds", "3"]),
+    (["overrides.py"], ["--rounds", "1"]),
 ]
 
 
@@ -92,6 +93,13 @@ def table() -> list[str]:
             ratios = f"stream {o['stream_ratio']:.3f}, TUI {o['tui_ratio']:.3f}"
             goal = f">= {o.get('goal_tui', 0.96)} TUI, {o.get('goal_stream', 0.985)} stream"
             rows.append((f"overhead ({label})", ratios, goal, ok(o["met"])))
+    v = load("overrides")
+    for key, figure in v.items():
+        if isinstance(figure, dict) and "stock_over_override" in figure:
+            ratio = f"stock / override {figure['stock_over_override']:.2f}"
+            judged = figure["earns_its_keep"]
+            goal, verdict = (">= 1.10 to keep", ok(judged)) if judged is not None else ("", "")
+            rows.append((f"override {key}", ratio, goal, verdict))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
 
