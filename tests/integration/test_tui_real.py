@@ -41,7 +41,7 @@ async def until(
     pilot: Pilot[None],
     condition: Callable[[], bool],
     *,
-    seconds: float = 120,
+    seconds: float = 600,  # a hang guard (a loaded machine can take minutes), not a speed limit
     watch: Callable[[], None] | None = None,
 ) -> None:
     """Let the app work until ``condition()`` holds (real server: wall-clock bound, no timing
