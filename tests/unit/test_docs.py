@@ -40,7 +40,7 @@ def _links(page: Path) -> list[tuple[bool, str]]:
 
 def _slug(heading: str) -> str:
     """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
-    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    text = re.sub(r"[`*]", "", heading.strip().lower())
     text = re.sub(r"[^\w\- ]", "", text)
     return text.replace(" ", "-")
 
