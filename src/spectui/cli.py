@@ -12,32 +12,13 @@ import traceback
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
-
-from pydantic import SecretStr
 
 from spectui import __version__
-from spectui.commands.common import SAMPLING_FLAGS, add_sampling_flags
+from spectui.commands.common import add_sampling_flags
+from spectui.commands.launch_options import add_launch_options, flag_settings
 from spectui.config import Settings, load_settings, state_dir
 from spectui.core.errors import SpectuiError
 from spectui.core.files import write_new
-
-
-def _launch_options(parser: argparse.ArgumentParser) -> None:
-    server = parser.add_argument_group("server (launch one, or attach with --url)")
-    server.add_argument("--model", type=Path, help="GGUF model to launch llama-server with")
-    server.add_argument(
-        "--url", help="attach to a running llama-server, e.g. http://127.0.0.1:8080"
-    )
-    server.add_argument("--api-key", help="API key of the attached server (or SPECTUI_API_KEY)")
-    server.add_argument("--server-bin", type=Path, help="llama-server executable to use")
-    server.add_argument("--spec-type", help="spec type(s), comma-separated (see `spectui doctor`)")
-    server.add_argument("--draft-model", type=Path, help="draft model for draft-* spec types")
-    server.add_argument("--spec-draft-n-max", type=int, dest="draft_n_max", metavar="N")
-    server.add_argument("--spec-draft-n-min", type=int, dest="draft_n_min", metavar="N")
-    server.add_argument("--ctx-size", type=int, metavar="N", help="context size (default 4096)")
-    server.add_argument("--host", help="interface a launched server binds to (127.0.0.1)")
-    server.add_argument("--port", type=int, help="port of a launched server (default: a free one)")
 
 
 def _sampling_options(parser: argparse.ArgumentParser) -> None:
@@ -63,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         "$XDG_CONFIG_HOME/spectui/config.toml and SPECTUI_* environment variables.",
     )
     parser.add_argument("--version", action="version", version=f"spectui {__version__}")
-    _launch_options(parser)
+    add_launch_options(parser)
     _sampling_options(parser)
     parser.add_argument("--run", action="store_true", help="start generating once ready")
     parser.add_argument("--theme", help="TUI theme (spectui-dark, spectui-light, ...)")
@@ -83,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     stream = commands.add_parser(
         "stream", help="stream one generation headless", argument_default=argparse.SUPPRESS
     )
-    _launch_options(stream)
+    add_launch_options(stream)
     _sampling_options(stream)
     stream.add_argument("--format", choices=["text", "jsonl"], default="text")
     stream.add_argument(
@@ -95,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="which llama-server spectui would use, and why; what each spec type needs",
         argument_default=argparse.SUPPRESS,
     )
-    _launch_options(doctor)  # the settings it checks: binary, model, spec type, draft model
+    add_launch_options(doctor)  # the settings it checks: binary, model, spec type, draft model
 
     commands.add_parser("prompts", help="list the built-in prompts")
     from spectui.commands.compare import add_compare_options
@@ -105,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="fair A/B of spec configs on the same prompts, answers checked",
         argument_default=argparse.SUPPRESS,
     )
-    _launch_options(compare)
+    add_launch_options(compare)
     add_compare_options(compare)
     compare.add_argument(
         "--record", type=Path, metavar="DIR", help="also record every run to a session file in DIR"
@@ -118,10 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     from spectui.commands.proxy import add_proxy_parser
     from spectui.commands.watch import add_watch_parser
 
-    add_proxy_parser(commands, _launch_options)
+    add_proxy_parser(commands, add_launch_options)
     from spectui.commands.tune import add_tune_parser
 
-    add_tune_parser(commands, _launch_options)
+    add_tune_parser(commands, add_launch_options)
     # The decision rule's one option, the same flag for both (tune reads args.identical_answers).
     from spectui.commands.compare import add_identical_answers_flag
 
@@ -147,33 +128,10 @@ def split_extra(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return args, []
 
 
-_SETTING_FLAGS = {
-    "model": "model",
-    "url": "url",
-    "server_bin": "server_bin",
-    "spec_type": "spec_type",
-    "draft_model": "draft_model",
-    "draft_n_max": "draft_n_max",
-    "draft_n_min": "draft_n_min",
-    "ctx_size": "ctx_size",
-    "host": "host",
-    "port": "port",
-    "theme": "theme",
-    "broadcast": "broadcast",
-    **{field: field for field in SAMPLING_FLAGS},
-}
-
-
 def settings_from(args: argparse.Namespace, extra: list[str]) -> Settings:
     """Settings from file and env, with the command-line flags on top."""
     settings = load_settings()
-    update: dict[str, Any] = {
-        field: getattr(args, flag)
-        for flag, field in _SETTING_FLAGS.items()
-        if getattr(args, flag, None) is not None
-    }
-    if getattr(args, "api_key", None):
-        update["api_key"] = SecretStr(args.api_key)
+    update = flag_settings(vars(args))
     if extra:
         update["server_args"] = [*settings.server_args, *extra]
     return load_settings(**update)

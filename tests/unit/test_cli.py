@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 
 from spectui.cli import build_parser, main, settings_from, split_extra
+from spectui.commands.common import SAMPLING_FLAGS
+from spectui.commands.launch_options import NOT_FLAG_SETTINGS, add_launch_options
+from spectui.commands.stream import StreamOptions
+from spectui.config import Settings
 
 
 def parse(*argv: str):  # type: ignore[no-untyped-def]
@@ -91,3 +96,38 @@ def test_an_unusable_url_is_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "URL" in err[0], err
     assert "unexpected" not in err[0] and "Traceback" not in err[0]
+
+
+def _dests(parser: argparse.ArgumentParser) -> set[tuple[str, str]]:
+    """(command, destination) of every flag, subcommands included."""
+    found: set[tuple[str, str]] = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found |= {(name, dest) for _, dest in _dests(sub)}
+        else:
+            found.add((parser.prog, action.dest))
+    return found
+
+
+def test_the_flags_that_are_settings_are_the_server_sampling_and_theme_flags() -> None:
+    # Settings take every flag whose destination is a Settings field (no second list of names):
+    # a command's own flag must not land on a setting's name by accident.
+    server = argparse.ArgumentParser()
+    add_launch_options(server)
+    allowed = {a.dest for a in server._actions} | set(SAMPLING_FLAGS) | {"theme", "broadcast"}
+    settings = set(Settings.model_fields) - NOT_FLAG_SETTINGS
+    named = {dest for _, dest in _dests(build_parser()) if dest in settings}
+    assert named <= allowed
+    assert settings <= allowed  # and each setting has its flag
+
+
+def test_a_command_s_options_are_typed_and_absent_flags_take_the_defaults() -> None:
+    args, _ = parse("--builtin", "essay", "stream")  # given before the command, then SUPPRESS
+    options = StreamOptions.from_namespace(args)
+    assert (options.builtin, options.format, options.record, options.prompt) == (
+        "essay", "text", None, None,
+    )  # fmt: skip
+    args, _ = parse("stream", "--format", "jsonl", "--record", "r.jsonl", "--prompt", "x")
+    options = StreamOptions.from_namespace(args)
+    assert (options.format, options.record, options.prompt) == ("jsonl", Path("r.jsonl"), "x")

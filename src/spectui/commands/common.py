@@ -1,10 +1,11 @@
-"""Pieces the commands share: the prompt from the command line."""
+"""Pieces the commands share: the prompt and the sampling flags of the command line."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from spectui.commands.options import CommandOptions
 from spectui.core.errors import SpectuiError
 from spectui.core.prompts import BuiltinPrompt, builtin_prompt
 
@@ -31,20 +32,30 @@ def read_prompt_file(path: Path) -> str:
     return text
 
 
-def prompt_from_args(args: argparse.Namespace) -> str | BuiltinPrompt | None:
-    """The prompt of --prompt/--prompt-file/--builtin (a built-in prompt brings its own length)."""
-    if getattr(args, "prompt", None) is not None:
-        if not args.prompt.strip():
-            raise PromptError("the prompt is empty")
-        return str(args.prompt)
-    if getattr(args, "prompt_file", None) is not None:
-        return read_prompt_file(args.prompt_file)
-    if getattr(args, "builtin", None) is not None:
-        try:
-            return builtin_prompt(args.builtin)
-        except KeyError as error:
-            raise PromptError(str(error.args[0])) from None
-    return None
+class PromptOptions(CommandOptions):
+    """The prompt flags of the TUI and `stream` (at most one of them, argparse makes sure)."""
+
+    prompt: str | None = None
+    """--prompt: the prompt text."""
+    prompt_file: Path | None = None
+    """--prompt-file: read the prompt from this file."""
+    builtin: str | None = None
+    """--builtin: the key of a built-in prompt."""
+
+    def chosen_prompt(self) -> str | BuiltinPrompt | None:
+        """The prompt given, if any (a built-in prompt brings its own length)."""
+        if self.prompt is not None:
+            if not self.prompt.strip():
+                raise PromptError("the prompt is empty")
+            return self.prompt
+        if self.prompt_file is not None:
+            return read_prompt_file(self.prompt_file)
+        if self.builtin is not None:
+            try:
+                return builtin_prompt(self.builtin)
+            except KeyError as error:
+                raise PromptError(str(error.args[0])) from None
+        return None
 
 
 def positive(text: str) -> int:

@@ -24,6 +24,7 @@ from rich.style import Style
 from rich.terminal_theme import DEFAULT_TERMINAL_THEME, TerminalTheme
 from rich.text import Text
 
+from spectui.commands.options import CommandOptions
 from spectui.commands.replay import load_sessions
 from spectui.commands.stream import summary_line
 from spectui.config import Settings
@@ -286,15 +287,27 @@ def render(session: Session, fmt: str, settings: Settings) -> str:
     return to_cast(session, palette)
 
 
+class ExportOptions(CommandOptions):
+    """`spectui export`'s options."""
+
+    file: Path
+    """The session file."""
+    to: str
+    """--to: the format (a key of `FORMATS`)."""
+    output: Path | None = None
+    """--output: the file to write ('-': stdout; None: FILE with the format's suffix)."""
+
+
 def run_export(settings: Settings, args: argparse.Namespace) -> int:
     """Run `spectui export`; returns the exit status."""
-    (session,) = load_sessions([args.file])
-    content = render(session, args.to, settings)
-    output: Path | None = args.output
+    options = ExportOptions.from_namespace(args)
+    (session,) = load_sessions([options.file])
+    content = render(session, options.to, settings)
+    output = options.output
     if output is not None and str(output) == "-":
         sys.stdout.write(content)
         return 0
-    target = output or args.file.with_suffix(FORMATS[args.to])
+    target = output or options.file.with_suffix(FORMATS[options.to])
     try:
         target.write_text(content, encoding="utf-8")
     except OSError as error:

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from spectui.commands.options import CommandOptions
 from spectui.config import Settings
 from spectui.core.errors import SpectuiError
 from spectui.core.sessions.file import Session, read_session
@@ -82,16 +83,28 @@ def summary_json(session: Session) -> dict[str, object]:
     return summary_record(recompute(session).summary)
 
 
+class ReplayOptions(CommandOptions):
+    """`spectui replay`'s options."""
+
+    files: list[Path]
+    """The session files: one, or two side by side."""
+    speed: float | None = 1.0
+    """--speed: playback speed (1: real time; None: as fast as possible)."""
+    summary: bool = False
+    """--summary: print the summary recomputed from the events as JSON (no UI)."""
+
+
 def run_replay(settings: Settings, args: argparse.Namespace) -> int:
     """Run `spectui replay`; returns the exit status."""
-    paths: list[Path] = list(args.files)
+    options = ReplayOptions.from_namespace(args)
+    paths = options.files
     if len(paths) > MAX_SESSIONS:
         raise ReplayArgsError(f"replay plays one session, or two side by side; got {len(paths)}")
     sessions = load_sessions(paths)
-    if args.summary:
+    if options.summary:
         for session in sessions:
             sys.stdout.write(json.dumps(summary_json(session), ensure_ascii=False) + "\n")
         return 0
     from spectui.ui.replay_app import run_replay_tui
 
-    return run_replay_tui(sessions, settings, speed=args.speed)
+    return run_replay_tui(sessions, settings, speed=options.speed)

@@ -7,9 +7,11 @@ import asyncio
 import json
 import os
 import sys
+from pathlib import Path
+from typing import Literal
 
 from spectui.app_setup import build_engine, recorder_for, request_for
-from spectui.commands.common import PromptError, prompt_from_args
+from spectui.commands.common import PromptError, PromptOptions
 from spectui.commands.output import EXIT_PIPE_CLOSED, OutputClosed, ThrottledOutput
 from spectui.config import Settings
 from spectui.core.events import (
@@ -131,16 +133,25 @@ def _json_record(event: EngineEvent) -> dict[str, object] | None:
     return None
 
 
-async def _stream(settings: Settings, args: argparse.Namespace) -> int:
-    prompt = prompt_from_args(args)
+class StreamOptions(PromptOptions):
+    """`spectui stream`'s own options."""
+
+    format: Literal["text", "jsonl"] = "text"
+    """--format: coloured text (drafted spans marked), or JSON Lines of the engine's events."""
+    record: Path | None = None
+    """--record: also record the run to this session file."""
+
+
+async def _stream(settings: Settings, options: StreamOptions) -> int:
+    prompt = options.chosen_prompt()
     if prompt is None:
         raise PromptError("give a prompt: --prompt TEXT, --prompt-file FILE or --builtin KEY")
     request = request_for(settings, prompt)
-    as_json = args.format == "jsonl"
+    as_json = options.format == "jsonl"
     colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     out = ThrottledOutput(sys.stdout)
     writer = TextWriter(out, colour=colour)
-    engine = recorder_for(build_engine(settings), settings, getattr(args, "record", None))
+    engine = recorder_for(build_engine(settings), settings, options.record)
 
     async def body() -> int:
         async for event in engine.start():
@@ -201,4 +212,4 @@ def _fail(out: ThrottledOutput, message: str, as_json: bool, *, exit_code: int) 
 
 def run_stream(settings: Settings, args: argparse.Namespace) -> int:
     """Run `spectui stream`; returns the exit status."""
-    return asyncio.run(_stream(settings, args))
+    return asyncio.run(_stream(settings, StreamOptions.from_namespace(args)))

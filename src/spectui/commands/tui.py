@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from spectui.app_setup import build_engine, recorder
-from spectui.commands.common import prompt_from_args
+from spectui.commands.common import PromptOptions
 from spectui.config import Settings
 from spectui.core.engine.live import DemoModelMissingError
 
@@ -22,12 +22,22 @@ def broadcast_dir(settings: Settings, record: Path | None) -> Path | None:
     return open_live_dir()
 
 
+class TuiOptions(PromptOptions):
+    """`spectui` with no command: the prompt, and what to do with it."""
+
+    record: Path | None = None
+    """--record: record runs to session files (FILE, FILE-2, ...)."""
+    run: bool = False
+    """--run: start generating once the server is ready."""
+
+
 def run_tui_command(settings: Settings, args: argparse.Namespace) -> int:
     """Build the engine (all checks before any process starts), then run the app."""
     from spectui.ui.app import run_no_model, run_tui
 
-    prompt = prompt_from_args(args)
-    path = getattr(args, "record", None)
+    options = TuiOptions.from_namespace(args)
+    prompt = options.chosen_prompt()
+    path = options.record
     live = broadcast_dir(settings, path)
     try:
         engine = build_engine(settings)
@@ -36,6 +46,6 @@ def run_tui_command(settings: Settings, args: argparse.Namespace) -> int:
     # Always wrapped, so the record key works; on from the start with the `record` setting.
     if live is not None:  # --broadcast: every run into the live folder, for followers
         wrapped = recorder(engine, settings, sessions_dir=live)
-        return run_tui(wrapped, settings, prompt=prompt, autorun=bool(args.run))
+        return run_tui(wrapped, settings, prompt=prompt, autorun=options.run)
     wrapped = recorder(engine, settings, path=path, recording=settings.record or path is not None)
-    return run_tui(wrapped, settings, prompt=prompt, autorun=bool(args.run))
+    return run_tui(wrapped, settings, prompt=prompt, autorun=options.run)

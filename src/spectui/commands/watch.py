@@ -14,6 +14,9 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from pydantic import Field
+
+from spectui.commands.options import CommandOptions
 from spectui.commands.output import EXIT_PIPE_CLOSED, OutputClosed, ThrottledOutput
 
 if TYPE_CHECKING:
@@ -55,6 +58,21 @@ def add_watch_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     )  # fmt: skip
     watch.add_argument("--once", action="store_true", help="one snapshot, then exit")
     watch.add_argument("--json", action="store_true", help="JSON instead of text")
+
+
+class WatchOptions(CommandOptions):
+    """`spectui watch`'s options."""
+
+    url: list[str]
+    """--url: the servers to watch (normalised before any poll)."""
+    api_key: str | None = None
+    """--api-key: the servers' API key (else SPECTUI_API_KEY)."""
+    interval: float = DEFAULT_INTERVAL_S
+    """--interval: seconds between polls."""
+    once: bool = False
+    """--once: one snapshot, then exit."""
+    json_out: bool = Field(default=False, alias="json")
+    """--json: JSON instead of text."""
 
 
 def view_record(view: ServerView) -> dict[str, object]:
@@ -115,14 +133,14 @@ def view_lines(view: ServerView) -> list[str]:
     return lines
 
 
-async def _watch(args: argparse.Namespace, key: SecretStr | None) -> int:
+async def _watch(options: WatchOptions, key: SecretStr | None) -> int:
     from spectui.core.traffic.watch import ServerWatcher, snapshot_once
 
     out = ThrottledOutput(sys.stdout)
-    live = sys.stdout.isatty() and not args.json
-    if args.once:
-        views = await snapshot_once(args.url, key, args.interval)
-        if args.json:
+    live = sys.stdout.isatty() and not options.json_out
+    if options.once:
+        views = await snapshot_once(options.url, key, options.interval)
+        if options.json_out:
             document: object = [view_record(v) for v in views]
             out.write(json.dumps(document if len(views) > 1 else document[0], ensure_ascii=False))  # type: ignore[index]
             out.write("\n")
@@ -134,17 +152,17 @@ async def _watch(args: argparse.Namespace, key: SecretStr | None) -> int:
             if not view.reachable:  # also said where a script's stderr shows it
                 print(f"spectui: {view.problem}", file=sys.stderr)
         return 0 if all(v.reachable and not v.problem for v in views) else 1
-    watchers = [ServerWatcher(url, key) for url in args.url]
+    watchers = [ServerWatcher(url, key) for url in options.url]
     try:
         while True:
             views = await asyncio.gather(*(w.poll() for w in watchers))
-            if args.json:
+            if options.json_out:
                 for view in views:
                     out.write(json.dumps(view_record(view), ensure_ascii=False) + "\n")
             else:
                 text = "\n".join(line for view in views for line in view_lines(view))
                 out.write(("\x1b[H\x1b[2J" if live else "\n") + text + "\n")
-            await asyncio.sleep(args.interval)
+            await asyncio.sleep(options.interval)
     finally:
         await asyncio.gather(*(w.aclose() for w in watchers))
         out.flush()
@@ -156,14 +174,16 @@ def run_watch(args: argparse.Namespace) -> int:
 
     from spectui.core.llama.client import normalize_url
 
+    options = WatchOptions.from_namespace(args)
     try:
-        args.url = [normalize_url(url) for url in args.url]
+        urls = [normalize_url(url) for url in options.url]
     except ValueError as error:
         print(f"spectui: --url: {error}", file=sys.stderr)
         return 2
-    raw = args.api_key or os.environ.get("SPECTUI_API_KEY")
+    options = options.model_copy(update={"url": urls})
+    raw = options.api_key or os.environ.get("SPECTUI_API_KEY")
     try:
-        return asyncio.run(_watch(args, SecretStr(raw) if raw else None))
+        return asyncio.run(_watch(options, SecretStr(raw) if raw else None))
     except OutputClosed:
         return EXIT_PIPE_CLOSED
     except KeyboardInterrupt:

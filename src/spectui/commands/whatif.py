@@ -60,11 +60,12 @@ class WhatIfOptions(BaseModel):
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> WhatIfOptions:
         """The options from the parsed command line; one clear line when they are wrong."""
+        flags = vars(args)
         raw = {
-            "file": args.file,
-            "draft_max": getattr(args, "draft_max", None) or DEFAULT_DRAFT_MAX,
-            "cost_model": getattr(args, "cost_model", None),
-            "json_out": bool(getattr(args, "json", False)),
+            "file": flags["file"],
+            "draft_max": flags.get("draft_max") or DEFAULT_DRAFT_MAX,
+            "cost_model": flags.get("cost_model"),
+            "json_out": bool(flags.get("json")),
         }
         try:
             return cls.model_validate(raw)
