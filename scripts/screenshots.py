@@ -24,9 +24,10 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDINGS = ROOT / "docs" / "recordings"
@@ -77,25 +78,36 @@ from spectui.ui.tune_app import TuneApp  # noqa: E402
 SESSION = RECORDINGS / "table-row-ngram-simple.jsonl"
 
 
-class Finished:
-    """A compare or tune source that is already done: its document, and one 'finished' event."""
+class FinishedCompare:
+    """A compare source that is already done: its document, and one 'finished' event."""
 
-    def __init__(self, document: CompareDocument | TuneDocument) -> None:
+    def __init__(self, document: CompareDocument) -> None:
         self._document = document
 
     @property
-    def document(self) -> CompareDocument | TuneDocument:
+    def document(self) -> CompareDocument:
+        return self._document
+
+    async def run(self) -> AsyncIterator[CompareEvent]:
+        yield CompareFinished(document=self._document)
+
+
+class FinishedTune:
+    """A tune source that is already done: its document, and one 'finished' event."""
+
+    def __init__(self, document: TuneDocument) -> None:
+        self._document = document
+
+    @property
+    def document(self) -> TuneDocument:
         return self._document
 
     async def run(self) -> AsyncIterator[CompareEvent | TuneEvent]:
-        if isinstance(self._document, TuneDocument):
-            yield TuneFinished(document=self._document)
-        else:
-            yield CompareFinished(document=self._document)
+        yield TuneFinished(document=self._document)
 
 
 async def _shoot(
-    app: App[object],
+    app: App[Any],
     ready: Callable[[Pilot[object]], Awaitable[bool]],
     title: str,
     size: tuple[int, int] = SIZE,
@@ -191,7 +203,9 @@ COMPARE_ROW = 2
 async def compare(settings: Settings) -> str:
     """The Compare screen over a finished comparison, a config's row highlighted."""
     session = read_session(SESSION)
-    app = CompareApp(ReplayEngine(session), settings, Finished(load_document(_path("compare"))))
+    app = CompareApp(
+        ReplayEngine(session), settings, FinishedCompare(load_document(_path("compare")))
+    )
 
     async def ready(pilot: Pilot[object]) -> bool:
         if not getattr(app.screen, "finished", False):
@@ -209,7 +223,7 @@ TUNE_SIZE = (150, 24)
 async def tune(settings: Settings) -> str:
     """The Tune screen's overall leaderboard over a tune, its leader highlighted."""
     document = TuneDocument.model_validate_json(_path("tune").read_bytes())
-    app = TuneApp(ReplayEngine(read_session(SESSION)), settings, Finished(document))
+    app = TuneApp(ReplayEngine(read_session(SESSION)), settings, FinishedTune(document))
 
     async def ready(pilot: Pilot[object]) -> bool:
         return bool(getattr(app.screen, "finished", False))
@@ -290,7 +304,7 @@ async def traffic(settings: Settings) -> str:
     return await _shoot(app, ready, "spectui proxy", TRAFFIC_SIZE)
 
 
-PICTURES: dict[str, Callable[[Settings], Awaitable[str]]] = {
+PICTURES: dict[str, Callable[[Settings], Coroutine[Any, Any, str]]] = {
     "tui": tui,
     "tui-midrun": tui_midrun,
     "compare": compare,
