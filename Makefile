@@ -70,8 +70,8 @@ screenshots: setup
 	$(PY) scripts/screenshots.py
 
 check: setup
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench scripts
+	$(VENV)/bin/ruff format --check src tests bench scripts
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
