@@ -279,3 +279,27 @@ def test_broadcast_and_record_together_is_one_clear_line(
     assert main(["--broadcast", "--record", str(tmp_path / "x.jsonl")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["spectui: --broadcast records every run to the live folder: drop --record"]
+
+
+async def test_a_run_cut_short_is_left_as_stopped_when_the_next_one_begins(
+    tmp_path: Path,
+) -> None:
+    first, second = tmp_path / "src-1.jsonl", tmp_path / "src-2.jsonl"
+    await record_capture(first)
+    await record_capture(second, capture="completion-ngram-simple-2.sse")
+    live = tmp_path / "live"
+    cut = Presenter(first, live / "20260101-100000-custom-ngram-simple.jsonl")
+    cut.write(cut.line_of_token(20))  # the presenter re-ran before this one ended
+    app = app_for(live)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = screen_of(app)
+        view = screen.query_one(TokenView)
+        await until(pilot, lambda: len(view.model.tokens) == 21, "the cut run's tokens")
+        assert screen.running
+        Presenter(second, live / "20260101-100100-custom-ngram-simple.jsonl").write()
+        await until(pilot, lambda: "run 2" in screen.banner.text, "the next run")
+        await until(pilot, lambda: not screen.running, "its end")
+        assert shown(view) == tokens_of(second)
+        metrics = screen.query_one(MetricsPane)
+        assert metrics.previous is not None
+        assert metrics.previous.status == "stopped"
