@@ -4,7 +4,10 @@ streams, whatever text the tokens carry (the byte markers themselves, escapes, a
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -128,3 +131,48 @@ def test_counters_of_the_wrong_type_are_not_counted_rather_than_fatal() -> None:
     attribution.line(b"data: " + _dumped(odd) + b"\n", 0.0)
     attribution.settle()
     assert attribution.text == "a" and attribution.tracker.tokens == 1
+
+
+class _Pieces:
+    """An upstream answer that arrives in the given pieces."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.headers = [(b"content-type", b"text/event-stream")]
+        self._pieces = pieces
+
+    async def next_body(self) -> bytes:
+        return self._pieces.pop(0) if self._pieces else b""
+
+    def close(self) -> None:
+        pass
+
+
+async def _relayed(pieces: list[bytes], limit: int = 1 << 20) -> tuple[bytes, str | None]:
+    from spectui.core.net.asgi import ClientSide
+    from spectui.core.traffic.chunks import prepare_body
+    from spectui.core.traffic.hub import TrafficHub
+    from spectui.core.traffic.relay import relay
+
+    sent: list[bytes] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message.get("body", b""))
+
+    hub = TrafficHub()
+    body = prepare_body(EndpointKind.NATIVE, b'{"prompt":"x","stream":true}')
+    live = hub.start("/completion", EndpointKind.NATIVE, "c", body)
+    _status, error = await relay(_Pieces(pieces), live, ClientSide(send), lambda: 0.0, limit)  # type: ignore[arg-type]
+    return b"".join(sent), error
+
+
+CAPTURE = (
+    Path(__file__).resolve().parent.parent / "fixtures" / "completion-ngram-simple-2.sse"
+).read_bytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, len(CAPTURE) - 1), max_size=40, unique=True))
+def test_a_stream_relayed_in_any_pieces_reaches_the_client_as_in_one(cuts: list[int]) -> None:
+    bounds = [0, *sorted(cuts), len(CAPTURE)]
+    pieces = [CAPTURE[a:b] for a, b in itertools.pairwise(bounds)]
+    assert asyncio.run(_relayed(pieces)) == asyncio.run(_relayed([CAPTURE]))

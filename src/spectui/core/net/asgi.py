@@ -11,10 +11,58 @@ when the work next writes to the client (a continuous fast stream is never idle 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from starlette.types import Receive, Scope
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
+
+
+class ClientSide:
+    """The client's side of one request: its ``send``, and what has been sent so far."""
+
+    __slots__ = ("_send", "complete", "started")
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+        """The response's head has gone out."""
+        self.complete = False
+        """The whole response has gone out."""
+
+    async def send(self, message: Message) -> None:
+        """Send one ASGI message, noting how far the response is."""
+        if message["type"] == "http.response.start":
+            self.started = True
+        elif not message.get("more_body", False):
+            self.complete = True
+        await self._send(message)
+
+    async def respond(self, response: Response) -> None:
+        """Send a whole (not streamed) response."""
+        await self.send(
+            {"type": "http.response.start", "status": response.status_code,
+             "headers": response.raw_headers}
+        )  # fmt: skip
+        await self.send({"type": "http.response.body", "body": bytes(response.body)})
+
+    def answered(self) -> bool:
+        """Whether the whole response has gone out (for `while_connected`)."""
+        return self.complete
+
+
+def json_error(status: int, message: str, kind: str) -> Response:
+    """An OpenAI-shaped error answer, one JSON line: what llama-server's own errors look like."""
+    body = {"error": {"code": status, "message": message, "type": kind}}
+    return Response(json.dumps(body), status_code=status, media_type="application/json")
+
+
+def sse_error(message: str, status: int = 502) -> bytes:
+    """An SSE ``error`` event ending a stream whose 200 has gone out already (the OpenAI SDK
+    raises on it; so does `stream.run`)."""
+    body = {"error": {"code": status, "message": message, "type": "unavailable_error"}}
+    return b"event: error\ndata: " + json.dumps(body).encode() + b"\n\n"
 
 
 class ClientGone(Exception):
@@ -100,4 +148,13 @@ async def while_connected(
     return bool(state["gone"])
 
 
-__all__ = ["BodyTooLarge", "ClientGone", "declared_length", "read_body", "while_connected"]
+__all__ = [
+    "BodyTooLarge",
+    "ClientGone",
+    "ClientSide",
+    "declared_length",
+    "json_error",
+    "read_body",
+    "sse_error",
+    "while_connected",
+]

@@ -12,7 +12,7 @@ never repeats a secret:
   headers stay on their hop, both ways (`net.headers`);
 - a client that disconnects, in any phase, cancels its upstream request at once (the connection
   is closed, so llama-server frees the slot) and the request is recorded ``cancelled``
-  (`net.asgi.while_connected`);
+  (`net.asgi.while_connected`); streams are relayed by `relay`;
 - `ProxyLimits` bound the request body (413), an SSE line (the stream ends with an error
   event), whole answers, and the requests in flight (503);
 - no error text from a library reaches a client, a record or a log: errors are mapped to fixed
@@ -32,10 +32,17 @@ import httpx
 from pydantic import SecretStr
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from spectui.core.llama.transport import lean_transport
-from spectui.core.net.asgi import BodyTooLarge, ClientGone, read_body, while_connected
+from spectui.core.net.asgi import (
+    BodyTooLarge,
+    ClientGone,
+    ClientSide,
+    json_error,
+    read_body,
+    while_connected,
+)
 from spectui.core.net.headers import FRAMED_HERE, end_to_end, end_to_end_raw
 from spectui.core.stream.dialects import ResponseTotals, response_totals
 from spectui.core.traffic.chunks import GENERATION_PATHS, PreparedBody, prepare_body
@@ -43,6 +50,7 @@ from spectui.core.traffic.exchange import ExchangeError, UpstreamResponse, open_
 from spectui.core.traffic.hub import LiveRequest, TrafficHub
 from spectui.core.traffic.models import METRICS_PATH, EndpointKind, ProxyLimits, RequestStatus
 from spectui.core.traffic.prom import CONTENT_TYPE, ProxyMetrics
+from spectui.core.traffic.relay import relay
 
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
@@ -63,40 +71,6 @@ prompt may keep the server silent for minutes; the client decides."""
 UPSTREAM_TIMEOUT = httpx.Timeout(connect=CONNECT_TIMEOUT_S, read=None, write=30.0, pool=None)
 
 log = logging.getLogger("spectui.proxy")
-
-
-class _Client:
-    """The client's side of one request: what has been sent to it so far."""
-
-    __slots__ = ("_send", "complete", "started")
-
-    def __init__(self, send: Send) -> None:
-        self._send = send
-        self.started = False
-        """The response's head has gone out."""
-        self.complete = False
-        """The whole response has gone out."""
-
-    async def send(self, message: Message) -> None:
-        if message["type"] == "http.response.start":
-            self.started = True
-        elif not message.get("more_body", False):
-            self.complete = True
-        await self._send(message)
-
-    async def respond(self, response: Response) -> None:
-        await self.send(
-            {"type": "http.response.start", "status": response.status_code,
-             "headers": response.raw_headers}
-        )  # fmt: skip
-        await self.send({"type": "http.response.body", "body": bytes(response.body)})
-
-    def answered(self) -> bool:
-        return self.complete
-
-
-class _LineTooLong(Exception):
-    pass
 
 
 class TrafficProxy:
@@ -148,7 +122,7 @@ class TrafficProxy:
         """The ASGI entry point."""
         if scope["type"] != "http":
             return  # (lifespan is off; nothing else is proxied)
-        client = _Client(send)
+        client = ClientSide(send)
         request = Request(scope)
         try:
             if (refused := self._refused(request)) is not None:
@@ -167,19 +141,21 @@ class TrafficProxy:
         except Exception as error:  # (a bug: one fixed line, never the error's text)
             log.error("spectui proxy: %s while handling a request", type(error).__name__)
             if not client.started:
-                await client.respond(_error(500, "spectui proxy: internal error", "server_error"))
+                await client.respond(
+                    json_error(500, "spectui proxy: internal error", "server_error")
+                )
 
     def _refused(self, request: Request) -> Response | None:
         """A 401 without the proxy's key, a 405 for a method it does not pass, a 503 when full."""
         if self._client_key is not None and not self._key_given(request):
-            return _error(
+            return json_error(
                 401, "invalid or missing API key for the spectui proxy", "authentication_error"
             )
         if request.method not in METHODS:
-            return _error(405, f"spectui proxy: method {request.method} is not passed on",
+            return json_error(405, f"spectui proxy: method {request.method} is not passed on",
                           "invalid_request_error")  # fmt: skip
         if self.active >= self.limits.max_concurrency and request.url.path != METRICS_PATH:
-            refused = _error(
+            refused = json_error(
                 503,
                 f"spectui proxy: {self.limits.max_concurrency} requests are in flight already "
                 "(--max-concurrency); retry later",
@@ -198,7 +174,7 @@ class TrafficProxy:
         return bool(given) and hmac.compare_digest(given.encode(), self._client_key)
 
     async def _forward(
-        self, request: Request, scope: Scope, receive: Receive, client: _Client
+        self, request: Request, scope: Scope, receive: Receive, client: ClientSide
     ) -> None:
         limit = self.limits.max_body
         try:
@@ -206,7 +182,7 @@ class TrafficProxy:
         except ClientGone:
             return
         except BodyTooLarge:
-            too_large = _error(
+            too_large = json_error(
                 413, f"spectui proxy: the request body is larger than {limit} bytes (--max-body)",
                 "invalid_request_error",
             )  # fmt: skip
@@ -216,7 +192,7 @@ class TrafficProxy:
         path = request.url.path
         kind = GENERATION_PATHS.get(path) if request.method == "POST" else None
         if self.key_problem is not None:
-            await client.respond(_error(502, self.key_problem, "unavailable_error"))
+            await client.respond(json_error(502, self.key_problem, "unavailable_error"))
             if kind is not None:
                 live = self.hub.start(path, kind, _peer(request), prepare_body(kind, raw))
                 self.hub.finish(live, status=RequestStatus.ERROR, http_status=502,
@@ -265,17 +241,19 @@ class TrafficProxy:
             )
             return await self.http.send(upstream, stream=True)
         except httpx.TimeoutException:
-            return _error(504, "the upstream llama-server did not answer in time", "timeout_error")
+            return json_error(
+                504, "the upstream llama-server did not answer in time", "timeout_error"
+            )
         except (httpx.TransportError, httpx.InvalidURL, ValueError) as error:
             # The type only: h11's text quotes the header it refused.
-            return _error(
+            return json_error(
                 502,
                 f"spectui proxy: cannot reach the upstream llama-server ({type(error).__name__})",
                 "unavailable_error",
             )
 
     async def _pass_through(
-        self, request: Request, raw: bytes, headers: list[tuple[str, str]], client: _Client
+        self, request: Request, raw: bytes, headers: list[tuple[str, str]], client: ClientSide
     ) -> None:
         opened = await self._open(request, raw, headers)
         if isinstance(opened, Response):
@@ -303,7 +281,7 @@ class TrafficProxy:
         body: PreparedBody,
         headers: list[tuple[str, str]],
         live: LiveRequest,
-        client: _Client,
+        client: ClientSide,
     ) -> None:
         """One generation request, from sending it upstream to telling the hub how it ended
         (``cancelled`` unless it got further: the client left, or the proxy stopped)."""
@@ -328,7 +306,9 @@ class TrafficProxy:
             if live.attribution is None or not is_sse or opened.status != 200:
                 status, http_status, error, totals = await self._whole(opened, live, client)
             else:
-                status, error = await self._relay(opened, live, client)
+                status, error = await relay(
+                    opened, live, client, self.clock, self.limits.max_sse_line
+                )
         except OSError:
             pass  # (the client went away under a write: cancelled)
         finally:
@@ -339,70 +319,15 @@ class TrafficProxy:
                     live, status=status, http_status=http_status, error=error, totals=totals
                 )
 
-    async def _relay(
-        self, upstream: UpstreamResponse, live: LiveRequest, client: _Client
-    ) -> tuple[RequestStatus, str | None]:
-        """An upstream SSE stream relayed to the client, attributed line by line as it passes;
-        a line longer than `ProxyLimits.max_sse_line` ends it."""
-        attribution = live.attribution
-        assert attribution is not None
-        clock, t0, limit = self.clock, live.t0, self.limits.max_sse_line
-        await client.send({"type": "http.response.start", "status": 200,
-                           "headers": end_to_end_raw(upstream.headers, drop=_LENGTH)})  # fmt: skip
-        pending: list[bytes] = []  # (a line not ended yet, in pieces: joined once, when it ends)
-        pending_size = 0
-        try:
-            while data := await upstream.next_body():
-                t = clock() - t0
-                out: list[bytes] = []
-                start = 0
-                end = data.find(b"\n")
-                if end >= 0 and pending:
-                    out.append(attribution.line(b"".join([*pending, data[: end + 1]]), t))
-                    pending, pending_size, start = [], 0, end + 1
-                    end = data.find(b"\n", start)
-                while end >= 0:
-                    out.append(attribution.line(data[start : end + 1], t))
-                    start = end + 1
-                    end = data.find(b"\n", start)
-                if start < len(data):
-                    pending.append(data[start:] if start else data)
-                    pending_size += len(data) - start
-                    if pending_size > limit:
-                        raise _LineTooLong
-                if out:
-                    await client.send({"type": "http.response.body", "body": b"".join(out),
-                                       "more_body": True})  # fmt: skip
-            tail = attribution.line(b"".join(pending), clock() - t0) if pending else b""
-            attribution.settle()
-            status = RequestStatus.ERROR if attribution.error else RequestStatus.DONE
-            error = attribution.error
-        except ExchangeError as problem:
-            status = RequestStatus.ERROR
-            error = f"the upstream llama-server broke the stream ({problem})"
-            # The client already has a 200 and part of the stream: an SSE error is all it can
-            # still be told (the OpenAI SDK raises on it).
-            tail = _sse_error(error)
-        except _LineTooLong:
-            upstream.close()
-            status = RequestStatus.ERROR
-            error = (
-                f"the upstream llama-server sent an SSE line longer than {limit} bytes "
-                "(--max-sse-line): the stream was ended"
-            )
-            tail = _sse_error(error)
-        await client.send({"type": "http.response.body", "body": tail, "more_body": False})
-        return status, error
-
     async def _whole(
-        self, opened: UpstreamResponse, live: LiveRequest, client: _Client
+        self, opened: UpstreamResponse, live: LiveRequest, client: ClientSide
     ) -> tuple[RequestStatus, int, str | None, ResponseTotals | None]:
         """Errors and whole-body answers: read it all, pass it on unchanged, summarise it."""
         try:
             content = await opened.read_all(limit=self.limits.max_body)
         except ExchangeError as error:
             await client.respond(
-                _error(502, "spectui proxy: the upstream llama-server broke the response",
+                json_error(502, "spectui proxy: the upstream llama-server broke the response",
                        "unavailable_error")
             )  # fmt: skip
             return RequestStatus.ERROR, 502, f"upstream broke ({error})", None
@@ -430,21 +355,15 @@ def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes:
     return next((value for key, value in headers if key == name), b"")
 
 
+def _timed_out() -> Response:
+    return json_error(504, "the upstream llama-server did not answer in time", "timeout_error")
+
+
 def _unreachable(error: ExchangeError) -> Response:
     if error.timeout:
-        return _error(504, "the upstream llama-server did not answer in time", "timeout_error")
-    return _error(502, f"spectui proxy: cannot reach the upstream llama-server ({error})",
+        return _timed_out()
+    return json_error(502, f"spectui proxy: cannot reach the upstream llama-server ({error})",
                   "unavailable_error")  # fmt: skip
-
-
-def _error(status: int, message: str, kind: str) -> Response:
-    body = {"error": {"code": status, "message": message, "type": kind}}
-    return Response(json.dumps(body), status_code=status, media_type="application/json")
-
-
-def _sse_error(message: str) -> bytes:
-    body = {"error": {"code": 502, "message": message, "type": "unavailable_error"}}
-    return b"event: error\ndata: " + json.dumps(body).encode() + b"\n\n"
 
 
 def _message_of(body: bytes) -> str:
