@@ -321,7 +321,14 @@ async def test_share_in_a_real_browser(tmp_path: Path) -> None:
             await browser.send("Target.closeTarget", targetId=target)
             await until(lambda: not viewer.is_running() or viewer.status() == "zombie", "exit")
             await until(lambda: followers(proc) == [], "no follower left")
-        assert proc.returncode is not None
+
+            # Stopping the share ends the followers of the tabs still open.
+            await browser.open(url)
+            (viewer,) = await until(lambda: followers(proc), "a follower for a new tab")
+            proc.send_signal(signal.SIGINT)
+            await until(lambda: proc.poll() is not None, "the share stops")
+            await until(lambda: not viewer.is_running() or viewer.status() == "zombie", "exit")
+        assert proc.returncode == 0
 
 
 def test_a_share_beyond_loopback_needs_its_token(tmp_path: Path) -> None:

@@ -244,13 +244,18 @@ def run_share(settings: Settings, args: argparse.Namespace) -> int:
             "refused",
             file=sys.stderr,
         )
-    print(
+    ready = (
         f"spectui share: following {options.target} · open {server.url} "
-        f"(at most {args.max_viewers} viewers) · Ctrl-C stops",
-        flush=True,
+        f"(at most {args.max_viewers} viewers) · Ctrl-C stops"
     )
     try:
-        web.run_app(server.app(), host=listen.host, port=listen.port, print=None)
+        # aiohttp calls ``print`` once it listens: the URL is shown only when it works.
+        web.run_app(
+            server.app(),
+            host=listen.host,
+            port=listen.port,
+            print=lambda _: print(ready, flush=True),
+        )
     except OSError as error:
         raise FollowArgsError(f"cannot listen on {listen}: {error.strerror}") from None
     return 0
