@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Static
 
 from spectui.app_setup import recorder
 from spectui.cli import main
@@ -177,6 +178,9 @@ async def test_follower_keys_cannot_start_anything(tmp_path: Path) -> None:
         notes = [n.message for n in app._notifications]
         assert sum("a follower only watches" in n for n in notes) == 5
         assert len(app.screen_stack) == 2, "no picker opened"
+        await pilot.press("question_mark")
+        help_text = str(app.screen.query_one("#help-text", Static).render())
+        assert "a follower only watches" in help_text and "switch spec type" not in help_text
     assert {p.name: p.stat().st_size for p in folder.iterdir()} == before
 
 

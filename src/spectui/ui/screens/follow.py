@@ -17,9 +17,11 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widget import Widget
+from textual.widgets import Label, Static
 from textual.worker import Worker, WorkerState
 
 from spectui.core.events import ServerState, ServerStateEvent
@@ -28,6 +30,7 @@ from spectui.core.sessions.follow import FollowEngine, short_path
 from spectui.core.sessions.tail import FollowedRun, FollowState, SessionFollower
 from spectui.ui.bridge import pump
 from spectui.ui.messages import TokensArrived
+from spectui.ui.screens.dialogs import HELP_TEXT, HelpScreen
 from spectui.ui.screens.main import MainScreen
 from spectui.ui.screens.prompt_picker import PromptChoice
 
@@ -121,6 +124,29 @@ class Note(Message, bubble=False):
     def __init__(self, text: str) -> None:
         super().__init__()
         self.text = text
+
+
+FOLLOW_KEYS = """\
+[b]Keys (a follower only watches)[/b]
+  l  what is followed (file, header, lines left out)
+  ?  this help                       q  quit (nothing else stops: the presenter runs on)
+  ctrl+p  command palette (also: change theme)
+  r x t R p: refused here; the presenter runs, stops, switches and restarts.
+
+[b]The banner[/b]
+  following <folder> · run N (runs this follower has seen) · spec · state:
+  live, waiting… (the file stopped growing), presenter stopped, run finished.
+"""
+
+
+class FollowHelpScreen(HelpScreen):
+    """The live help with the follower's keys in place of the live ones."""
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="dialog", classes="dialog help"):
+            yield Label("spectui follow help", classes="dialog-title")
+            yield Static(FOLLOW_KEYS + HELP_TEXT.split("\n\n", 1)[1], id="help-text")
+            yield Label("esc: close", classes="hint")
 
 
 def waiting_choice() -> PromptChoice:
@@ -252,3 +278,6 @@ class FollowScreen(MainScreen):
 
     def action_pick_prompt(self) -> None:
         self._read_only("pick a prompt")
+
+    def action_help(self) -> None:
+        self.app.push_screen(FollowHelpScreen())
