@@ -18,6 +18,7 @@ import httpx
 import pytest
 import trustme
 
+from spectui.core import overrides
 from spectui.core.llama.transport import (
     BUSY_READ_BYTES,
     AsyncioStream,
@@ -209,9 +210,23 @@ def test_an_http_proxy_in_the_environment_keeps_httpx_own_transport(
     for name in ("http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.upper(), raising=False)
-    assert isinstance(lean_transport(), AsyncioTransport)
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
-    assert lean_transport() is None  # (httpx honours the variable only with its own transport)
+    monkeypatch.delenv(overrides.STOCK_ENV, raising=False)  # (this test is about the proxy)
+    overrides.reset()
+    try:
+        assert isinstance(lean_transport(), AsyncioTransport)
+        monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+        assert lean_transport() is None  # (httpx honours it only with its own transport)
+    finally:
+        overrides.reset()
+
+
+def test_spectui_stock_gives_httpx_own_transport(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(overrides.STOCK_ENV, "1")
+    overrides.reset()
+    try:
+        assert lean_transport() is None
+    finally:
+        overrides.reset()
 
 
 async def test_a_busy_stream_is_not_held_back() -> None:
