@@ -298,36 +298,34 @@ def test_compare_records_every_run(gemma_model: Path, tmp_path: Path) -> None:
 # Verdicts that depend on speed are asserted on recorded runs (tests/unit/test_verdict*.py);
 # here only what holds on any machine however busy: the price, the fields, the evidence.
 
-TIE = "none --spec-ngram-mod-n-match 12"
-"""A config that changes a flag no running type reads: the same server as the baseline, a tie."""
-
 
 def test_memory_is_a_price_and_noise_is_not_a_win(
     gemma_model: Path, llama_binary: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "r.json"
+    # Two rounds are enough for every field (the spread needs two); six runs in all, so a
+    # loaded 2-core machine at ~1 tok/s still finishes well inside the hang guard.
     result = spectui(
         "compare", "--model", str(gemma_model), "--server-bin", str(llama_binary),
-        "--config", "ngram-mod", "--config", TIE, "--prompts", "builtin:table-row",
-        "--reps", "3", "--n-predict", "64", "--ctx-size", "1024", "--no-chart",
-        "--json", str(out), "--", "--no-warmup",
+        "--config", "ngram-mod", "--prompts", "builtin:table-row",
+        "--reps", "2", "--n-predict", "64", "--ctx-size", "1024", "--no-chart",
+        "--json", str(out), "--", "--no-warmup", timeout=840,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     doc = load_document(out)
     rows = {r.config: r for r in doc.summary}
-    mod, tie = rows["ngram-mod"], rows[TIE]
+    mod = rows["ngram-mod"]
     # The price is always shown: ngram-mod verifies 64-token drafts, 64 rows of 262k logits.
     assert mod.memory_extra_bytes is not None and mod.memory_extra_bytes > 32 * 2**20
     assert "MiB RSS (+" in mod.reason
     # Every config's own spread is measured and a call is made from it (which call depends on
-    # this machine's load: the rule's calls are tested on recorded runs).
-    for row in (mod, tie):
-        assert row.noise_floor is not None and row.config_noise is not None
-        assert row.speed_call in ("faster", "slower", "tie", "unclear")
-        assert row.pairs == 3
+    # this machine's load: the rule's calls are tested on recorded runs, tests/unit).
+    assert mod.noise_floor is not None and mod.config_noise is not None
     assert rows["none"].config_noise is not None
+    assert mod.speed_call in ("faster", "slower", "tie", "unclear") and mod.pairs == 2
+    assert mod.verdict != "keep"  # two rounds never make a keep, however fast
     # ngram-mod copies the table exactly: the same answers, so nothing to explain.
-    assert mod.compared == mod.identical == 3 and mod.divergence_note is None
+    assert mod.compared == mod.identical == 2 and mod.divergence_note is None
 
     # The same runs under a tight budget: dropped for memory whatever the speed, which is said.
     again = spectui("compare", "--resume", str(out), "--memory-budget", "16MiB", "--no-chart")
@@ -359,6 +357,7 @@ def test_a_changed_answer_is_explained_and_identical_answers_drops_it(
         "compare", "--model", str(gemma_model), "--server-bin", str(llama_binary),
         "--config", draft, "--prompts", str(prompts), "--reps", "1", "--n-predict", "24",
         "--ctx-size", "1024", "--no-chart", "--json", str(out), "--", "--no-warmup",
+        timeout=840,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     doc = load_document(out)
