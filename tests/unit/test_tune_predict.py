@@ -186,3 +186,20 @@ async def test_a_tune_ranks_round_one_by_prediction_and_times_the_contenders() -
     for c in doc.candidates:
         assert c.overall.predicted is not None
         assert c.overall.predicted.low <= c.overall.predicted.speedup <= c.overall.predicted.high
+
+
+def test_a_race_too_noisy_to_call_ends_once_a_keep_s_rounds_are_run() -> None:
+    from spectui.core.tune.search import extended
+
+    from .compare_helpers import record
+
+    p = plan(("none", "ngram-simple"), ("a",), reps=1)
+    records = []
+    for round_, base_ms in enumerate((1000, 3000, 1000), start=1):  # the baseline swings 3x
+        records.append(record("none", "a", round_, seq=2 * round_, total_ms=base_ms))
+        records.append(record("ngram-simple", "a", round_, seq=2 * round_ + 1, total_ms=600))
+    p2 = extended(extended(p, ("ngram-simple",)), ("ngram-simple",))
+    assert next_round(p2, report_rows(p2, records)) is None
+    # Two rounds in, the same swing does not end it yet.
+    p1 = extended(p, ("ngram-simple",))
+    assert next_round(p1, report_rows(p1, records[:4])) is not None

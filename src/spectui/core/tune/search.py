@@ -16,7 +16,9 @@ After each round:
 - per prompt, candidates dropped there (slower beyond the noise, or over the memory budget) are
   out of that prompt's race; the rest are ranked by median paired speedup and, while more than
   `FINALISTS` remain, only the better half (at least `FINALISTS`) goes on;
-- finalists run until the decision rule settles them (keep, drop, or a tie) or `MAX_ROUNDS`.
+- finalists run until the decision rule settles them (keep, drop, or a tie) or `MAX_ROUNDS`;
+- a baseline that moved beyond the rule's "too noisy" line once a keep's rounds are run ends the
+  race: its spread does not shrink with rounds, so nothing more could be settled.
 
 A candidate stays in while it is in any prompt's race. The grid is small (a few dozen points:
 each type's main knobs around their defaults), so racing every point costs less than a model-based
@@ -30,7 +32,8 @@ from collections.abc import Mapping, Sequence
 
 from spectui.core.compare.costmodel import PredictedSpeedup
 from spectui.core.compare.models import ComparePlan
-from spectui.core.compare.verdict import SummaryRow
+from spectui.core.compare.stats import TOO_NOISY
+from spectui.core.compare.verdict import MIN_KEEP_ROUNDS, SummaryRow
 from spectui.core.tune.predict import contenders
 
 ETA = 2
@@ -64,6 +67,13 @@ def _over_budget(row: SummaryRow) -> bool:
     return extra is not None and budget is not None and extra > budget
 
 
+def _hopeless(plan: ComparePlan, rows: Sequence[SummaryRow]) -> bool:
+    """The baseline moved beyond the rule's 'too noisy' line over the rounds a keep needs: more
+    rounds cannot settle anything (the floor is the baseline's own spread), so the race ends."""
+    noise = max((r.noise_floor for r in rows if r.noise_floor is not None), default=None)
+    return plan.reps >= MIN_KEEP_ROUNDS and noise is not None and noise > TOO_NOISY
+
+
 def _settled(row: SummaryRow) -> bool:
     return row.verdict in ("keep", "drop", "failed") or row.speed_call == "tie"
 
@@ -88,7 +98,7 @@ def next_round(
     given only when the cost model explains the runs): the candidates whose interval overlaps
     the leader's go on, and the rule then settles them round by round.
     """
-    if plan.reps >= MAX_ROUNDS:
+    if plan.reps >= MAX_ROUNDS or _hopeless(plan, rows):
         return None
     by = {(r.config, r.prompt): r for r in rows}
     if plan.reps == 1 and predicted:
