@@ -303,6 +303,8 @@ async def test_share_in_a_real_browser(tmp_path: Path) -> None:
             while not await tokens_drawn():
                 assert time.monotonic() < deadline, "the token pane never showed accepted drafts"
                 await asyncio.sleep(0.5)
+            await asyncio.sleep(1.0)  # (for the saved picture: the charts' next redraw)
+            shots.append(await browser.screenshot(session))
             keep = os.environ.get("KEEP_SHARE_SCREENSHOT")  # to look at it: a path for the PNG
             await asyncio.to_thread(Path(keep or tmp_path / "share.png").write_bytes, shots[-1])
 

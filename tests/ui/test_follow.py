@@ -307,3 +307,23 @@ async def test_a_run_cut_short_is_left_as_stopped_when_the_next_one_begins(
         metrics = screen.query_one(MetricsPane)
         assert metrics.previous is not None
         assert metrics.previous.status == "stopped"
+
+
+async def test_a_run_read_in_one_go_draws_its_tokens_per_second_plot(tmp_path: Path) -> None:
+    # A follower joining after the run: the whole file arrives before the wide layout shows the
+    # plot; the plot must still be drawn once shown.
+    source = tmp_path / "src.jsonl"
+    await record_capture(source)
+    Presenter(source, tmp_path / "live" / "run.jsonl").write()
+    app = app_for(tmp_path / "live")
+    async with app.run_test(size=(140, 45)) as pilot:
+        screen = screen_of(app)
+        await until(pilot, lambda: screen.follower.state is FollowState.FINISHED, "the run")
+        await until(pilot, lambda: not screen.running, "its end")
+        plot = screen.query_one("#tps-plot")
+
+        def drawn() -> int:
+            lines = [plot.render_line(y).text for y in range(plot.size.height)]
+            return sum(1 for line in lines if line.strip(" ─│┌┐└┘"))
+
+        await until(pilot, lambda: plot.display and drawn() > 3, "the plot drawn")

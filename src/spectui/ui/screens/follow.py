@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
+from textual.events import Resize
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Label, Static
@@ -226,6 +227,12 @@ class FollowScreen(MainScreen):
         self.server.bar.set_info(self.engine.info)
         self._show_state(ServerStateEvent(state=ServerState.GENERATING, detail=run.path.name))
         self.banner.show(run, self.follower.state)
+
+    def on_resize(self, event: Resize) -> None:
+        # (MainScreen's on_resize runs after this one and shows the plot on a wide screen.) A
+        # run read in one go (a follower joining late) can be complete before that: the plot,
+        # shown after its data stopped changing, was never drawn. Replot once it is shown.
+        self.call_after_refresh(self.charts.replot)
 
     @on(RunLeft)
     def _run_left(self, message: RunLeft) -> None:
