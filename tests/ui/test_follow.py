@@ -7,7 +7,6 @@ state is reached by writing, and every check waits for the state it names (never
 
 from __future__ import annotations
 
-import asyncio
 import stat
 import time
 from collections.abc import Callable
@@ -21,16 +20,22 @@ from spectui.app_setup import recorder
 from spectui.cli import main
 from spectui.commands.tui import broadcast_dir
 from spectui.config import Settings, live_dir, state_dir
+from spectui.core.engine.base import ServerInfo
 from spectui.core.events import TokenEvent, TokenOrigin
 from spectui.core.sessions.file import read_session
 from spectui.core.sessions.follow import FollowEngine
 from spectui.core.sessions.tail import FollowOptions, FollowState
+from spectui.core.traffic.chunks import PreparedBody
+from spectui.core.traffic.hub import TrafficHub
+from spectui.core.traffic.models import EndpointKind, RequestStatus
+from spectui.core.traffic.record import WORKLOAD, WorkloadRecorder
 from spectui.ui.app import SpectuiApp
 from spectui.ui.follow_app import FollowApp, follow_engine
 from spectui.ui.screens.follow import FollowScreen
 from spectui.ui.widgets.metrics import MetricsPane
 from spectui.ui.widgets.tokens import TokenView
 from unit.sessions import CaptureEngine, record_capture
+from unit.sse import FIXTURES
 
 SIZE = (120, 36)
 GIVE_UP_S = 60.0
@@ -223,22 +228,42 @@ async def test_a_file_that_stops_growing_shows_waiting_then_presenter_stopped(
         assert shown(screen.query_one(TokenView)) == tokens_of(source)
 
 
-async def test_a_proxy_record_folder_is_followed_past_its_workload_file(tmp_path: Path) -> None:
-    # `proxy --record DIR` writes session files (SessionWriter) beside workload.jsonl, a prompt
-    # file with no header: the follower takes the session and says nothing of the other.
-    source = tmp_path / "src.jsonl"
-    await record_capture(source)
+async def test_a_proxy_record_folder_is_followed_request_by_request(tmp_path: Path) -> None:
+    # `proxy --record DIR`'s own recorder (fed real captures through the traffic hub, as the
+    # proxy feeds it): a session file per request beside workload.jsonl, a prompt file with no
+    # header. The follower takes each request's session and says nothing of the other file.
     folder = tmp_path / "record"
-    Presenter(source, folder / "20260101-100000-r1-ngram-simple.jsonl").write()
-    await asyncio.sleep(0.01)
-    (folder / "workload.jsonl").write_text('{"key": "r1", "text": "def add(a, b):"}\n')
+    hub = TrafficHub(keep_events=True)
+    recorder = WorkloadRecorder(folder, ServerInfo(mode="attached", url="http://127.0.0.1:8080"))
+    hub.listeners.append(recorder)
     app = app_for(folder)
     async with app.run_test(size=SIZE) as pilot:
         screen = screen_of(app)
-        await until(pilot, lambda: screen.follower.state is FollowState.FINISHED, "the run")
-        await until(pilot, lambda: not screen.running, "its end")
-        assert shown(screen.query_one(TokenView)) == tokens_of(source)
+        view = screen.query_one(TokenView)
+        await until(pilot, lambda: "waiting for the first run" in screen.banner.text, "idle")
+        for number, capture in enumerate(
+            ("completion-ngram-simple.sse", "completion-ngram-simple-2.sse"), start=1
+        ):
+            proxied(hub, capture)
+            session = recorder.paths[-1]
+            await until(pilot, lambda n=number: f"run {n}" in screen.banner.text, f"run {number}")
+            await until(pilot, lambda: not screen.running, "its end")
+            assert shown(view) == tokens_of(session)
+        assert (folder / WORKLOAD).exists()
         assert screen.notes == []
+
+
+def proxied(hub: TrafficHub, capture: str) -> None:
+    """One streamed /completion request through the proxy's hub, from a real capture."""
+    body = PreparedBody(
+        upstream=b"", streamed=True, strip=True, prompt="def add(a, b):",
+        sampling={"temperature": 0}, n_predict=120,
+    )  # fmt: skip
+    live = hub.start("/completion", EndpointKind.NATIVE, "127.0.0.1:5000", body)
+    assert live.attribution is not None
+    for n, line in enumerate((FIXTURES / capture).read_bytes().splitlines(keepends=True)):
+        live.attribution.line(line, 0.01 * n)
+    hub.finish(live, status=RequestStatus.DONE, http_status=200)
 
 
 async def test_broadcast_records_each_run_into_the_live_dir_and_says_so(
