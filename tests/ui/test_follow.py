@@ -97,7 +97,9 @@ def screen_of(app: FollowApp) -> FollowScreen:
 
 
 def app_for(target: Path, **options: float) -> FollowApp:
-    engine = follow_engine(FollowOptions(target=target, poll_s=0.01, **options))
+    # Never 'waiting…' unless a test asks for it: a slow turn must not change what is shown.
+    patience = {"waiting_after_s": 3600.0, "stopped_after_s": 3600.0, **options}
+    engine = follow_engine(FollowOptions(target=target, poll_s=0.01, **patience))
     return FollowApp(engine, Settings())
 
 
