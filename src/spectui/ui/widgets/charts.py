@@ -157,11 +157,11 @@ class ChartsPane(Horizontal):
     def show_plot(self, shown: bool) -> None:
         """Show the plotext chart (wide terminals) or not; a chart shown anew is drawn now."""
         plot = self.query_one("#tps-plot", PlotextPlot)
-        if shown and not plot.display:
-            self._plotted = None
-            plot.display = True
-            self.replot()
         plot.display = shown
+        # Compared with what it last drew, not with whether it was hidden: a wide screen's CSS
+        # can show the chart before this is called, and a run that has ended sends no more data.
+        if shown and self._plotted != self.tps:
+            self.replot()
 
     def reset(self) -> None:
         self.buckets.clear()
