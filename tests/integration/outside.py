@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import psutil
 
+from spectui.core.llama.procs import die_with_parent
 from spectui.core.llama.server import free_port
 
 FAST = ("--no-warmup",)
@@ -54,6 +55,8 @@ def outside_server(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
+        # A test run killed outright (a hang guard, Ctrl-C twice) must not leave it running.
+        preexec_fn=die_with_parent,
     )
     try:
         yield f"http://127.0.0.1:{port}", proc.pid
