@@ -4,8 +4,14 @@
 say the same things in different shapes: the text a chunk releases, tokens so far, the cumulative
 ``timings``, prompt progress, why generation stopped, the model, and errors. `stream.run` (the
 engine's own streams) and `traffic` (the proxy's attribution and totals) both read them through
-these functions, so a shape llama-server changes is changed here once. Payloads are parsed with
-`json.loads` into dicts and read leniently: a field of the wrong type counts as absent.
+these functions, so a shape llama-server changes is changed here once.
+
+Two ways in, one vocabulary. `typed_chunk` validates a payload in one call into the pydantic
+models of `llama.protocol` (in Rust: half the per-token cost of parsing to dicts first, measured
+151k against 83k payloads/s); the engine's own streams, which only read what they declared, take
+it. `read_chunk` reads a dict leniently (a field of the wrong type counts as absent) and keeps
+``timings`` as sent; the proxy, which must pass on anything an upstream sends, takes it. Both map
+stop reasons and errors through the same tables and functions.
 """
 
 from __future__ import annotations
@@ -14,6 +20,11 @@ import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from pydantic import ValidationError
+
+from spectui.core.errors import StreamError
+from spectui.core.llama.protocol import ChatChunk, CompletionChunk, PromptProgress, Timings
 
 
 class EndpointKind(StrEnum):
@@ -137,6 +148,44 @@ def read_chunk(kind: EndpointKind, obj: dict[str, Any]) -> ChunkFields:
     return fields
 
 
+# The models' validators, called directly: `model_validate_json` wraps them in a Python call
+# that cost a tenth of the per-token pipeline.
+_validate_completion = CompletionChunk.__pydantic_validator__.validate_json
+_validate_chat = ChatChunk.__pydantic_validator__.validate_json
+
+TypedFields = tuple[str, int | None, Timings | None, PromptProgress | None, str]
+"""What `typed_chunk` reads: text, tokens so far, timings, prompt progress, stop reason ('')."""
+
+
+def typed_chunk(kind: EndpointKind, data: str) -> TypedFields:
+    """One streamed payload of `/completion` (``NATIVE``) or `/v1/chat/completions`
+    (``OAI_CHAT``), validated into `llama.protocol`'s models; `StreamError` for an error payload
+    or data that is not such a chunk."""
+    # Cheap pre-check: a real error object has an unescaped "error" key; token text that
+    # mentions "error" is escaped inside a JSON string and cannot match.
+    if '"error"' in data and (obj := payload_object(data)) is not None and "error" in obj:
+        raise StreamError(reported_error(obj))
+    try:
+        if kind is EndpointKind.OAI_CHAT:
+            chat: ChatChunk = _validate_chat(data)
+            choice = chat.choices[0] if chat.choices else None
+            text = (choice.delta.content or "") if choice is not None else ""
+            finish = choice.finish_reason if choice is not None else None
+            stop = FINISH_REASONS.get(finish, finish) if finish else ""
+            timings = chat.timings
+            predicted = timings.predicted_n if timings else None
+            return text, predicted, timings, chat.prompt_progress, stop
+        chunk: CompletionChunk = _validate_completion(data)
+    except ValidationError as error:
+        what = "is not JSON" if error.errors()[0]["type"] == "json_invalid" else "is unexpected"
+        raise StreamError(f"data from the server {what}: {data[:80]!r}") from None
+    predicted = chunk.tokens_predicted
+    if predicted is None and chunk.timings is not None:
+        predicted = chunk.timings.predicted_n
+    stop = (chunk.stop_type or "") if chunk.stop else ""
+    return chunk.content, predicted, chunk.timings, chunk.prompt_progress, stop
+
+
 @dataclass(slots=True)
 class AnthropicFields:
     """What one `/v1/messages` stream event says."""
@@ -251,6 +300,7 @@ __all__ = [
     "ChunkFields",
     "EndpointKind",
     "ResponseTotals",
+    "TypedFields",
     "error_line",
     "first_choice",
     "is_final",
@@ -259,4 +309,5 @@ __all__ = [
     "read_chunk",
     "reported_error",
     "response_totals",
+    "typed_chunk",
 ]

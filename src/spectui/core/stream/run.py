@@ -20,7 +20,6 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx
 from httpx_sse import aconnect_sse
-from pydantic import ValidationError
 
 from spectui.core.errors import AuthError, StreamError
 from spectui.core.events import (
@@ -34,17 +33,12 @@ from spectui.core.events import (
 )
 from spectui.core.llama.client import safe_url
 from spectui.core.llama.memory import MemorySampler
-from spectui.core.llama.protocol import PromptProgress, Timings
+from spectui.core.llama.protocol import Timings
 from spectui.core.llama.transport import AsyncioStream
 from spectui.core.request import GenerationRequest
 from spectui.core.stream.attribution import Attributor, ChunkCounters
-from spectui.core.stream.dialects import EndpointKind, read_chunk, reported_error
+from spectui.core.stream.dialects import EndpointKind, reported_error, typed_chunk
 from spectui.core.stream.metrics import MetricsTracker
-
-# The models' validators, called directly: `model_validate` wraps them in a Python call that
-# costs a tenth of the per-token pipeline.
-_validate_timings = Timings.__pydantic_validator__.validate_python
-_validate_progress = PromptProgress.__pydantic_validator__.validate_python
 
 
 class ChunkProcessor:
@@ -64,23 +58,9 @@ class ChunkProcessor:
         """Process one payload read at ``t``; raises StreamError for an error payload or
         unparsable data. ``earliest``: the payload is known to have arrived after it (the
         previous read), and its tokens are stamped with their estimated arrival (`_arrival`)."""
-        try:
-            obj = json.loads(data)
-        except json.JSONDecodeError:
-            raise StreamError(f"data from the server is not JSON: {data[:80]!r}") from None
-        if not isinstance(obj, dict):
-            raise StreamError(f"data from the server is unexpected: {data[:80]!r}")
-        if "error" in obj:
-            raise StreamError(reported_error(obj))
-        fields = read_chunk(self.kind, obj)
-        try:
-            timings = None if fields.timings is None else _validate_timings(fields.timings)
-            progress = None if fields.progress is None else _validate_progress(fields.progress)
-        except ValidationError:
-            raise StreamError(f"data from the server is unexpected: {data[:80]!r}") from None
-        if fields.stop_reason:
-            self.stop_reason = fields.stop_reason
-        text, predicted = fields.text, fields.predicted
+        text, predicted, timings, progress, stop = typed_chunk(self.kind, data)
+        if stop:
+            self.stop_reason = stop
         events: list[EngineEvent] = []
         if progress is not None:
             events.append(
