@@ -9,8 +9,8 @@ strips until the data, the size or the styles change.
 It reads two private names of Textual (`renderables._blend_colors.blend_colors`,
 `SparklineRenderable._buckets`), so it draws only behind its gate (`STRIP_SPARKLINE`: the tested
 Textual, the names there, `SPECTUI_STOCK` not set); otherwise the widget is Textual's `Sparkline`.
-bench/overrides.py: a redraw of the step chart in place costs Textual's way 2.5x this one's
-(4.4 against 1.75 ms; bench/results/overrides.json).
+bench/overrides.py: a redraw of the step chart in place costs Textual's way 2.7x this one's
+(3.65 against 1.36 ms; bench/results/overrides.json).
 """
 
 from __future__ import annotations
