@@ -166,6 +166,8 @@ def _spectui(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
         (["proxy", "--url", "http://127.0.0.1:9", "--upstream-api-key", "sk-x\r"], {}),
         (["proxy", "--url", "http://127.0.0.1:9"], {"SPECTUI_API_KEY": "sk-x\r\n"}),
         (["stream", "--url", "http://127.0.0.1:9", "--api-key", " sk-x"], {}),
+        (["proxy", "--url", "http://127.0.0.1:9", "--api-key", "sk-x\r"], {}),
+        (["proxy", "--url", "http://127.0.0.1:9"], {"SPECTUI_PROXY_API_KEY": "sk-x "}),
     ],
 )
 def test_cli_refuses_a_malformed_key_at_start(args: list[str], env: dict[str, str]) -> None:
@@ -173,7 +175,7 @@ def test_cli_refuses_a_malformed_key_at_start(args: list[str], env: dict[str, st
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode != 0
     assert len(lines) == 1, done.stderr
-    assert "API key cannot be used" in lines[0] and "sk-x" not in done.stderr + done.stdout
+    assert "cannot be used" in lines[0] and "sk-x" not in done.stderr + done.stdout
 
 
 def test_secret_values_of_the_server_arguments_are_masked_in_sessions() -> None:

@@ -192,7 +192,12 @@ def client_key(args: argparse.Namespace) -> SecretStr | None:
     """The proxy's own key: the flag, else the environment, else none."""
     from pydantic import SecretStr
 
+    from spectui.core.llama.secrets import check_api_key
+
     key = getattr(args, "client_key", None) or os.environ.get(CLIENT_KEY_ENV)
+    # Refused here, at start-up, in a line that does not show it: a key with a CR (read from a
+    # CRLF file) would otherwise lock every client out with a 401 nobody can explain.
+    check_api_key(key or None, f"the proxy's key (--api-key or {CLIENT_KEY_ENV})")
     return SecretStr(key) if key else None
 
 
