@@ -158,6 +158,7 @@ def _new(settings: Settings, args: argparse.Namespace) -> tuple[TuneDocument, ob
         types=types,
         draft_model=settings.draft_model,
         defaults_only=getattr(args, "grid", None) == "defaults",
+        identical_answers=bool(getattr(args, "identical_answers", False)),
     )
     return document, setup
 
@@ -184,12 +185,17 @@ def _resumed(
     check_same_setup(compare, setup.binary_info, setup.model_info)
     if getattr(args, "budget", None) is not None:
         document = document.model_copy(update={"budget_s": float(args.budget)})
+    if getattr(args, "identical_answers", False):
+        # A judgement, not a measurement: the runs already made are judged again, none re-run.
+        plan = compare.plan.model_copy(update={"identical_answers": True})
+        compare = compare.model_copy(update={"plan": plan})
     # Findings are recomputed from the runs, so a file always reads under this version's rule.
     fresh = compare.updated(compare.runs, compare.server_starts, compare.sessions)
     return refreshed(document.model_copy(update={"compare": fresh})), setup
 
 
 async def _tune(settings: Settings, args: argparse.Namespace) -> int:
+    from spectui.commands.compare import divergence_prober
     from spectui.commands.tune_view import TuneView, print_final
     from spectui.core.compare.setup import CompareSetup
     from spectui.core.tune.export import to_markdown
@@ -224,6 +230,7 @@ async def _tune(settings: Settings, args: argparse.Namespace) -> int:
         outputs=outputs,
         on_save=exports,
         trust_code=resume is None or bool(getattr(args, "trust_checkers", False)),
+        probe=divergence_prober(engine),
     )
     print(
         f"spectui: results in {outputs[0]} (to continue: spectui tune --resume {outputs[0]})",

@@ -23,6 +23,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from spectui.core.compare.divergence import Prober
 from spectui.core.compare.runner import (
     CompareEvent,
     CompareFinished,
@@ -86,9 +87,12 @@ class TuneRunner:
         outputs: Sequence[Path] = (),
         on_save: Callable[[TuneDocument], None] | None = None,
         trust_code: bool = False,
+        probe: Prober | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.engine = engine
+        self.probe = probe
+        """Explains changed answers (`compare.divergence`); without it they count as divergent."""
         self.document = document
         self.outputs = list(outputs)
         """Files the document is written to after every run."""
@@ -177,6 +181,7 @@ class TuneRunner:
                 trust_code=self.trust_code,
                 running=running,
                 new_session=first,
+                probe=self.probe,
             )
             first = False
             events = runner.run()

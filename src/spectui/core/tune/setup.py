@@ -85,9 +85,11 @@ def new_tune(
     draft_model: Path | None,
     defaults_only: bool = False,
     whatif: bool = True,
+    identical_answers: bool = False,
 ) -> TuneDocument:
     """A tune document for round 1: every candidate of the space, once per prompt (``whatif``:
-    but those predicted from a longer draft of the same type and knobs)."""
+    but those predicted from a longer draft of the same type and knobs; ``identical_answers``:
+    the strict answer rule, any changed answer drops a candidate)."""
     facts = model_facts(setup.model, draft_model)
     candidates, skipped = build_space(setup.caps, help_text(setup.binary.path), facts, types)
     if defaults_only:
@@ -118,6 +120,7 @@ def new_tune(
         sampling=sampling,
         memory_budget=budget,
         active=None if len(first) == len(kept) else (first,),
+        identical_answers=identical_answers,
     )
     compare = CompareDocument.new(
         plan, binary=setup.binary_info, model=setup.model_info, server=setup.server
