@@ -48,9 +48,9 @@ test: setup
 	$(PY) -m pytest
 	SPECTUI_STOCK=1 $(PY) -m pytest $(STOCK_TESTS)
 
-# The developer's loop: no llama-server (tests marked `server` are deselected).
+# The developer's loop: no llama-server (tests marked `server` are deselected), on every core.
 test-fast: setup
-	$(PY) -m pytest -m "not server"
+	$(PY) -m pytest -m "not server" -n auto
 
 # Redraw the SVG snapshots after a deliberate change to the screen; look at the report first.
 snapshots: setup
