@@ -141,6 +141,7 @@ def test_another_version_falls_back_with_one_line(
         assert not enabled(other, lambda: True)
     assert len(caplog.records) == 1
     assert reason in caplog.records[0].getMessage()
+    assert caplog.records[0].levelno == logging.WARNING  # (not the tested set: said so)
 
 
 @pytest.mark.parametrize("check", [lambda: False, lambda: {}["renamed"]])
@@ -164,6 +165,7 @@ def test_spectui_stock_forces_the_public_path_without_looking(
     with caplog.at_level(logging.INFO, logger="spectui.overrides"):
         assert not enabled(gate, check)
     assert f"{STOCK_ENV} is set" in caplog.text
+    assert [r.levelno for r in caplog.records] == [logging.INFO]  # (asked for: quietly)
 
 
 def test_spectui_stock_may_name_single_overrides(

@@ -78,7 +78,13 @@ def enabled(override: Override, check: Callable[[], bool]) -> bool:
         return _decided[override.name]
     reason = _refusal(override, check)
     if reason is not None:
-        log.info("%s: using %s's public path (%s)", override.name, override.library, reason)
+        # Asked for (SPECTUI_STOCK): said quietly. Not the tested set: a warning, on stderr where
+        # no handler is set up (a TUI captures it while it runs).
+        asked = reason.startswith(STOCK_ENV)
+        log.log(
+            logging.INFO if asked else logging.WARNING,
+            "%s: using %s's public path (%s)", override.name, override.library, reason,
+        )  # fmt: skip
     _decided[override.name] = reason is None
     return reason is None
 
