@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Protocol, Self
 
 from spectui.commands.options import CommandOptions
 from spectui.core.errors import SpectuiError
@@ -15,7 +15,19 @@ from spectui.core.errors import SpectuiError
 if TYPE_CHECKING:
     from spectui.config import Settings
     from spectui.core.compare.setup import CompareSetup
-    from spectui.core.compare.store import CompareDocument
+    from spectui.core.compare.store import CompareDocument, ServerOptions
+
+    class SetupFactory(Protocol):
+        """`app_setup.compare_setup`'s signature."""
+
+        def __call__(
+            self,
+            settings: Settings,
+            *,
+            binary: Path | None = None,
+            model: Path | None = None,
+            server: ServerOptions | None = None,
+        ) -> CompareSetup: ...
 
 
 class ResultsOptions(CommandOptions):
@@ -83,9 +95,11 @@ class ResultsOptions(CommandOptions):
         return outputs
 
 
-def resumed_setup(settings: Settings, document: CompareDocument) -> CompareSetup:
-    """The binary and model ``document`` was measured with (refused if they changed)."""
-    from spectui.app_setup import compare_setup
+def resumed_setup(
+    settings: Settings, document: CompareDocument, compare_setup: SetupFactory
+) -> CompareSetup:
+    """The binary and model ``document`` was measured with (refused if they changed);
+    ``compare_setup`` is `app_setup.compare_setup` (the command's own name for it)."""
     from spectui.core.compare.store import check_same_setup
 
     setup = compare_setup(
