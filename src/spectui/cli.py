@@ -99,10 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     from spectui.commands.proxy import add_proxy_parser
     from spectui.commands.watch import add_watch_parser
 
-    add_proxy_parser(commands, add_launch_options)
+    add_proxy_parser(commands)
     from spectui.commands.tune import add_tune_parser
 
-    add_tune_parser(commands, add_launch_options)
+    add_tune_parser(commands)
     # The decision rule's one option, the same flag for both (tune reads args.identical_answers).
     from spectui.commands.compare import add_identical_answers_flag
 

@@ -131,3 +131,26 @@ def test_a_command_s_options_are_typed_and_absent_flags_take_the_defaults() -> N
     args, _ = parse("stream", "--format", "jsonl", "--record", "r.jsonl", "--prompt", "x")
     options = StreamOptions.from_namespace(args)
     assert (options.format, options.record, options.prompt) == ("jsonl", Path("r.jsonl"), "x")
+
+
+def test_every_option_field_is_a_flag_of_its_command() -> None:
+    # extra names are ignored when a model is built from the namespace, so a field whose flag
+    # was renamed would silently keep its default: each field names a flag of its command.
+    from spectui.commands.compare import CompareOptions
+    from spectui.commands.export import ExportOptions
+    from spectui.commands.proxy import ProxyCommandOptions
+    from spectui.commands.replay import ReplayOptions
+    from spectui.commands.tui import TuiOptions
+    from spectui.commands.tune import TuneOptions
+    from spectui.commands.watch import WatchOptions
+
+    dests = _dests(build_parser())
+    models = {
+        "spectui": TuiOptions, "stream": StreamOptions, "replay": ReplayOptions,
+        "export": ExportOptions, "watch": WatchOptions, "compare": CompareOptions,
+        "tune": TuneOptions, "proxy": ProxyCommandOptions,
+    }  # fmt: skip
+    for command, model in models.items():
+        flags = {dest for name, dest in dests if name == command}
+        fields = {field.alias or name for name, field in model.model_fields.items()}
+        assert fields - {"given"} <= flags, command

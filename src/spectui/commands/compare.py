@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from spectui.app_setup import compare_setup, recorder
 from spectui.commands.common import SAMPLING_FLAGS, add_sampling_flags, positive
 from spectui.commands.compare_view import LiveView, print_final
+from spectui.commands.results import ResultsOptions, resumed_setup
 from spectui.config import Settings, state_dir
 from spectui.core.compare.budget import MemoryBudget, resolve_budget
 from spectui.core.engine.base import Engine
@@ -111,6 +112,21 @@ def add_identical_answers_flag(group: argparse._ActionsContainer) -> None:
     )
 
 
+class CompareOptions(ResultsOptions):
+    """`spectui compare`'s own options (the server and sampling flags are settings)."""
+
+    configs: list[str] | None = None
+    """--config, repeated: the spec configs raced against the baseline (None: the settings')."""
+    prompts: str | None = None
+    """--prompts: 'builtin', 'builtin:KEY,KEY' or a prompt file (None: 'builtin')."""
+    reps: int | None = None
+    """--reps: counted rounds (None: `DEFAULT_REPS`)."""
+    csv_out: Path | None = None
+    """--csv: every run as CSV, rewritten after every run."""
+    record: Path | None = None
+    """--record: record every run to a session file in this folder."""
+
+
 _PLAN_FLAGS = {
     "configs": "--config",
     "prompts": "--prompts",
@@ -130,7 +146,7 @@ def _default_output() -> Path:
 
 
 def _new_document(
-    settings: Settings, args: argparse.Namespace, setup: CompareSetup, budget: MemoryBudget
+    settings: Settings, options: CompareOptions, setup: CompareSetup, budget: MemoryBudget
 ) -> CompareDocument:
     from spectui.core.compare.models import ComparePlan
     from spectui.core.compare.prompt_files import load_prompts
@@ -138,82 +154,57 @@ def _new_document(
     from spectui.core.compare.store import CompareDocument
 
     sampling = settings.sampling
-    prompts = load_prompts(getattr(args, "prompts", None) or "builtin", sampling.n_predict)
-    texts = getattr(args, "configs", None) or [settings.spec_type]
+    prompts = load_prompts(options.prompts or "builtin", sampling.n_predict)
+    texts = options.configs or [settings.spec_type]
     configs = parse_configs(texts, setup.caps, draft_model=settings.draft_model)
     plan = ComparePlan(
         configs=configs,
         prompts=prompts,
-        reps=getattr(args, "reps", None) or DEFAULT_REPS,
+        reps=options.reps or DEFAULT_REPS,
         sampling=sampling,
         memory_budget=budget,
-        identical_answers=bool(getattr(args, "identical_answers", False)),
+        identical_answers=options.identical_answers,
     )
     return CompareDocument.new(
         plan, binary=setup.binary_info, model=setup.model_info, server=setup.server
     )
 
 
-def _resumed_setup(settings: Settings, document: CompareDocument) -> CompareSetup:
-    """The binary and model the document was measured with (refused if they changed)."""
-    from spectui.core.compare.store import check_same_setup
-
-    setup = compare_setup(
-        settings,
-        binary=Path(document.binary.path),
-        model=settings.model or Path(document.model.path),
-        server=document.server,
-    )
-    check_same_setup(document, setup.binary_info, setup.model_info)
-    return setup
-
-
 async def _compare(settings: Settings, args: argparse.Namespace) -> int:
     from spectui.core.compare.runner import CompareRunner
     from spectui.core.compare.store import finished_seqs, load_document
 
-    for flag, why in _REFUSED.items():
-        if getattr(args, flag, None) is not None:
-            raise CompareUsageError(f"compare does not take {why}")
-    resume: Path | None = getattr(args, "resume", None)
+    options = CompareOptions.from_namespace(args)  # (nothing below reads ``args``)
+    options.refuse("compare", _REFUSED, _PLAN_FLAGS, CompareUsageError)
+    resume = options.resume
     if resume is not None:
-        given = [name for key, name in _PLAN_FLAGS.items() if getattr(args, key, None) is not None]
-        if given:
-            raise CompareUsageError(
-                f"--resume continues {resume} as it was planned: drop {', '.join(given)}"
-            )
         document = load_document(resume)
-        if getattr(args, "memory_budget", None) is not None:
+        if options.memory_budget is not None:
             # A judgement, not a measurement: a new budget re-judges the runs already made.
-            budget = resolve_budget(args.memory_budget)
+            budget = resolve_budget(options.memory_budget)
             document = document.model_copy(
                 update={"plan": document.plan.model_copy(update={"memory_budget": budget})}
             )
-        if getattr(args, "identical_answers", False):
+        if options.identical_answers:
             document = document.model_copy(
                 update={"plan": document.plan.model_copy(update={"identical_answers": True})}
             )
         if document.complete:
             print(f"spectui: {resume} is already complete; nothing to resume", file=sys.stderr)
-        setup = _resumed_setup(settings, document)
+        setup = resumed_setup(settings, document, compare_setup)
     else:
-        budget = resolve_budget(getattr(args, "memory_budget", None))  # a bad one: first
+        budget = resolve_budget(options.memory_budget)  # a bad one: first
         setup = compare_setup(settings)
-        document = _new_document(settings, args, setup, budget)
+        document = _new_document(settings, options, setup, budget)
     done = finished_seqs(document)
     pending = [job for job in document.plan.jobs() if job.seq not in done]
-    # Python checkers run code: only from a prompt file named on this command line, or when
-    # the user vouches for the resumed file.
-    trust_code = resume is None or bool(getattr(args, "trust_checkers", False))
+    trust_code = options.trust_code
     if resume is not None and not trust_code and pending:
         _note_skipped_checkers(document, resume)
     first = document.plan.config(pending[0].config if pending else document.plan.configs[0].name)
-    json_out: Path | None = getattr(args, "json_out", None)
-    outputs = [resume] if resume is not None else [json_out or _default_output()]
-    if json_out is not None and json_out not in outputs:
-        outputs.append(json_out)
-    exports = _Exports(getattr(args, "csv_out", None), getattr(args, "markdown_out", None))
-    record_dir: Path | None = getattr(args, "record", None)
+    outputs = options.outputs(_default_output)
+    exports = _Exports(options.csv_out, options.markdown_out)
+    record_dir = options.record
     engine: Engine = setup.engine(first.spec)
     if record_dir is not None or settings.record:
         # One session file per run (warm-ups included), so any run can be replayed on stage.
@@ -242,14 +233,14 @@ async def _compare(settings: Settings, args: argparse.Namespace) -> int:
                 started = True  # the results file is ours (locked) from here on
                 view.update(event, runner.document)
         final = runner.document
-        print_final(final, chart=not getattr(args, "no_chart", False))
+        print_final(final, chart=not options.no_chart)
         failed = sum(1 for r in final.runs if not r.ok)
         if failed:
             print(f"spectui: {failed} run(s) failed (see the table)", file=sys.stderr)
         return 1 if failed else 0
 
     try:
-        if getattr(args, "tui", False):
+        if options.tui:
             from spectui.ui.compare_app import run_compare_tui
 
             started = True
@@ -309,6 +300,7 @@ def run_compare(settings: Settings, args: argparse.Namespace) -> int:
 
 
 __all__: Sequence[str] = (
+    "CompareOptions",
     "add_compare_options",
     "add_identical_answers_flag",
     "divergence_prober",

@@ -13,8 +13,10 @@ import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
+from spectui.commands.launch_options import add_launch_options
+from spectui.commands.options import CommandOptions
 from spectui.commands.output import EXIT_PIPE_CLOSED, OutputClosed, ThrottledOutput
 from spectui.core.traffic.models import METRICS_PATH
 
@@ -52,11 +54,8 @@ def _count(text: str) -> int:
     return int(text)
 
 
-def add_proxy_parser(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    launch_options: Callable[[argparse.ArgumentParser], None],
-) -> None:
-    """Register `spectui proxy` (``launch_options``: the TUI's server flags)."""
+def add_proxy_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `spectui proxy` (with the TUI's server flags)."""
     proxy = commands.add_parser(
         "proxy",
         help="put spectui between your clients and llama-server: every request, token by token",
@@ -66,7 +65,7 @@ def add_proxy_parser(
         argument_default=argparse.SUPPRESS,
         conflict_handler="resolve",  # --api-key here is the proxy's own key, not upstream's
     )
-    launch_options(proxy)
+    add_launch_options(proxy)
     group = proxy.add_argument_group("proxy")
     group.add_argument(
         "--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT",
@@ -104,6 +103,25 @@ def add_proxy_parser(
         help="requests handled at once (default 256; beyond it: 503)",
     )  # fmt: skip
     group.add_argument("--theme", help="TUI theme")
+
+
+class ProxyCommandOptions(CommandOptions):
+    """`spectui proxy`'s own options (the server flags and --upstream-api-key are settings)."""
+
+    listen: str = DEFAULT_LISTEN
+    """--listen: HOST:PORT where clients connect."""
+    format: Literal["tui", "jsonl"] = "tui"
+    """--format: the Traffic TUI, or one JSON line per finished request."""
+    record: Path | None = None
+    """--record: write each request as a session file into this folder (and its workload)."""
+    client_key: str | None = None
+    """--api-key: the key the proxy's own clients must send (else `CLIENT_KEY_ENV`)."""
+    max_body: int | None = None
+    """--max-body: the largest request body in bytes (None: the proxy's default)."""
+    max_sse_line: int | None = None
+    """--max-sse-line: the longest SSE line upstream may send, in bytes (None: the default)."""
+    max_concurrency: int | None = None
+    """--max-concurrency: requests handled at once (None: the default)."""
 
 
 def request_record(record: TrafficRecord) -> dict[str, object]:
@@ -188,56 +206,52 @@ class JsonlWriter:
             self.on_closed()
 
 
-def client_key(args: argparse.Namespace) -> SecretStr | None:
+def client_key(options: ProxyCommandOptions) -> SecretStr | None:
     """The proxy's own key: the flag, else the environment, else none."""
     from pydantic import SecretStr
 
     from spectui.core.llama.secrets import check_api_key
 
-    key = getattr(args, "client_key", None) or os.environ.get(CLIENT_KEY_ENV)
+    key = options.client_key or os.environ.get(CLIENT_KEY_ENV)
     # Refused here, at start-up, in a line that does not show it: a key with a CR (read from a
     # CRLF file) would otherwise lock every client out with a 401 nobody can explain.
     check_api_key(key or None, f"the proxy's key (--api-key or {CLIENT_KEY_ENV})")
     return SecretStr(key) if key else None
 
 
-def proxy_options(args: argparse.Namespace, *, keep_events: bool) -> ProxyOptions:
-    """The command line as typed options (nothing past here reads ``args``)."""
+def proxy_options(options: ProxyCommandOptions, *, keep_events: bool) -> ProxyOptions:
+    """The engine's proxy options from the command's."""
     from spectui.core.traffic.models import ProxyLimits, ProxyOptions
 
-    limits = {
-        name: getattr(args, name)
-        for name in ("max_body", "max_sse_line", "max_concurrency")
-        if getattr(args, name, None) is not None
-    }
+    limits = options.model_dump(
+        include={"max_body", "max_sse_line", "max_concurrency"}, exclude_none=True
+    )
     return ProxyOptions(
-        client_key=client_key(args),
-        record=getattr(args, "record", None),
+        client_key=client_key(options),
+        record=options.record,
         limits=ProxyLimits(**limits),
         keep_events=keep_events,
     )
 
 
 def listening_socket(
-    args: argparse.Namespace, warn: Callable[[str], None] | None = None
+    options: ProxyCommandOptions, warn: Callable[[str], None] | None = None
 ) -> socket.socket:
     """Bind where `--listen` says (before any server starts: a port in use, or a record folder
     that cannot be written, fails at once)."""
     from spectui.core.traffic.record import prepare_folder
     from spectui.core.traffic.serve import bind, is_loopback, parse_listen
 
-    if (folder := getattr(args, "record", None)) is not None and (
-        warning := prepare_folder(folder)
-    ):
+    if (folder := options.record) is not None and (warning := prepare_folder(folder)):
         print(f"spectui: warning: {warning}", file=sys.stderr)
         if warn is not None:
             warn(warning)
 
-    host, port = parse_listen(getattr(args, "listen", DEFAULT_LISTEN))
+    host, port = parse_listen(options.listen)
     if not is_loopback(host):
         line = (
             f"listening on {host}, not only this machine: anyone who can reach it can use the "
-            "server" + ("" if client_key(args) else " (no --api-key set)")
+            "server" + ("" if client_key(options) else " (no --api-key set)")
         )
         print(f"spectui: warning: {line}", file=sys.stderr)
         if warn is not None:
@@ -245,16 +259,16 @@ def listening_socket(
     return bind(host, port)
 
 
-async def _headless(settings: Settings, args: argparse.Namespace) -> int:
+async def _headless(settings: Settings, options: ProxyCommandOptions) -> int:
     from spectui.app_setup import build_engine, proxy_session
     from spectui.lifecycle import run_guarded
 
     def note(line: str) -> None:
         print(f"spectui: note: {line}", file=sys.stderr)
 
-    sock = listening_socket(args)
+    sock = listening_socket(options)
     engine = build_engine(settings)
-    session = proxy_session(settings, proxy_options(args, keep_events=False), engine, sock)
+    session = proxy_session(settings, proxy_options(options, keep_events=False), engine, sock)
     out = ThrottledOutput(sys.stdout)
     # `spectui proxy --format jsonl | head -3` ends after three requests, as `cat` would.
     session.hub.listeners.append(JsonlWriter(out, on_closed=session.stop))
@@ -281,16 +295,17 @@ async def _headless(settings: Settings, args: argparse.Namespace) -> int:
 
 def run_proxy(settings: Settings, args: argparse.Namespace) -> int:
     """Run `spectui proxy`; returns the exit status."""
-    if getattr(args, "format", "tui") == "jsonl":
-        return asyncio.run(_headless(settings, args))
+    options = ProxyCommandOptions.from_namespace(args)
+    if options.format == "jsonl":
+        return asyncio.run(_headless(settings, options))
     from spectui.app_setup import build_engine, proxy_session
     from spectui.ui.traffic_app import run_traffic_tui
 
     warnings: list[str] = []
-    sock = listening_socket(args, warnings.append)
+    sock = listening_socket(options, warnings.append)
     engine = build_engine(settings)
     session: ProxySession = proxy_session(
-        settings, proxy_options(args, keep_events=True), engine, sock
+        settings, proxy_options(options, keep_events=True), engine, sock
     )
     try:
         return asyncio.run(run_traffic_tui(session, settings, warnings=warnings))

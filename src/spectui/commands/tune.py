@@ -13,18 +13,20 @@ import asyncio
 import contextlib
 import re
 import sys
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from spectui.app_setup import compare_setup
 from spectui.commands.common import SAMPLING_FLAGS, add_sampling_flags
+from spectui.commands.launch_options import add_launch_options
+from spectui.commands.results import ResultsOptions, resumed_setup
 from spectui.config import Settings, state_dir
 from spectui.core.errors import SpectuiError
 from spectui.lifecycle import run_guarded
 
 if TYPE_CHECKING:
+    from spectui.core.compare.setup import CompareSetup
     from spectui.core.tune.models import TuneDocument
 
 DEFAULT_BUDGET_S = 600.0
@@ -52,17 +54,14 @@ def parse_duration(text: str) -> float:
     return total
 
 
-def add_tune_parser(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    launch_options: Callable[[argparse.ArgumentParser], None],
-) -> None:
-    """Register `spectui tune` (``launch_options``: the shared --model/--server-bin/... group)."""
+def add_tune_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `spectui tune` (with the shared --model/--server-bin/... group)."""
     tune = commands.add_parser(
         "tune",
         help="search this binary's spec configs for the one that wins on your prompts",
         argument_default=argparse.SUPPRESS,
     )
-    launch_options(tune)
+    add_launch_options(tune)
     add_sampling_flags(tune.add_argument_group("generation (the same for every run)"))
     group = tune.add_argument_group("tune")
     group.add_argument(
@@ -109,6 +108,19 @@ def add_tune_parser(
     )
 
 
+class TuneOptions(ResultsOptions):
+    """`spectui tune`'s own options (the server and sampling flags are settings)."""
+
+    prompts: str | None = None
+    """--prompts: 'builtin', 'builtin:KEY,KEY' or a prompt file (None: 'builtin')."""
+    types: str | None = None
+    """--types: only these spec types, comma-separated (None: every type that can run here)."""
+    grid: Literal["full", "defaults"] | None = None
+    """--grid: each type's main knobs around their defaults ('full', None), or each type once."""
+    budget: float | None = None
+    """--budget: wall-clock seconds (None: `DEFAULT_BUDGET_S`; with --resume: the new total)."""
+
+
 _PLAN_FLAGS = {
     "prompts": "--prompts",
     "types": "--types",
@@ -138,54 +150,40 @@ def load_tune(path: Path) -> TuneDocument:
     return load_results(path, TuneDocument, "tune")
 
 
-def _new(settings: Settings, args: argparse.Namespace) -> tuple[TuneDocument, object]:
+def _new(settings: Settings, options: TuneOptions) -> tuple[TuneDocument, CompareSetup]:
     from spectui.core.compare.budget import resolve_budget
     from spectui.core.compare.prompt_files import load_prompts
     from spectui.core.tune.setup import new_tune
 
-    budget = resolve_budget(getattr(args, "memory_budget", None))  # a bad one: before any start
+    budget = resolve_budget(options.memory_budget)  # a bad one: before any start
     setup = compare_setup(settings)
-    types_text: str | None = getattr(args, "types", None)
+    types_text = options.types
     types = [t.strip() for t in types_text.split(",") if t.strip()] if types_text else None
     document = new_tune(
         setup,
-        prompts=load_prompts(
-            getattr(args, "prompts", None) or "builtin", settings.sampling.n_predict
-        ),
+        prompts=load_prompts(options.prompts or "builtin", settings.sampling.n_predict),
         sampling=settings.sampling,
         budget=budget,
-        budget_s=getattr(args, "budget", None) or DEFAULT_BUDGET_S,
+        budget_s=options.budget or DEFAULT_BUDGET_S,
         types=types,
         draft_model=settings.draft_model,
-        defaults_only=getattr(args, "grid", None) == "defaults",
-        identical_answers=bool(getattr(args, "identical_answers", False)),
+        defaults_only=options.grid == "defaults",
+        identical_answers=options.identical_answers,
     )
     return document, setup
 
 
 def _resumed(
-    settings: Settings, args: argparse.Namespace, path: Path
-) -> tuple[TuneDocument, object]:
-    from spectui.core.compare.store import check_same_setup
+    settings: Settings, options: TuneOptions, path: Path
+) -> tuple[TuneDocument, CompareSetup]:
     from spectui.core.tune.report import refreshed
 
-    given = [name for key, name in _PLAN_FLAGS.items() if getattr(args, key, None) is not None]
-    if given:
-        raise TuneUsageError(
-            f"--resume continues {path} as it was planned: drop {', '.join(given)}"
-        )
     document = load_tune(path)
     compare = document.compare
-    setup = compare_setup(
-        settings,
-        binary=Path(compare.binary.path),
-        model=settings.model or Path(compare.model.path),
-        server=compare.server,
-    )
-    check_same_setup(compare, setup.binary_info, setup.model_info)
-    if getattr(args, "budget", None) is not None:
-        document = document.model_copy(update={"budget_s": float(args.budget)})
-    if getattr(args, "identical_answers", False):
+    setup = resumed_setup(settings, compare, compare_setup)
+    if options.budget is not None:
+        document = document.model_copy(update={"budget_s": options.budget})
+    if options.identical_answers:
         # A judgement, not a measurement: the runs already made are judged again, none re-run.
         plan = compare.plan.model_copy(update={"identical_answers": True})
         compare = compare.model_copy(update={"plan": plan})
@@ -197,24 +195,17 @@ def _resumed(
 async def _tune(settings: Settings, args: argparse.Namespace) -> int:
     from spectui.commands.compare import divergence_prober
     from spectui.commands.tune_view import TuneView, print_final
-    from spectui.core.compare.setup import CompareSetup
     from spectui.core.tune.export import to_markdown
     from spectui.core.tune.runner import TuneRunner
 
-    for flag, why in _REFUSED.items():
-        if getattr(args, flag, None) is not None:
-            raise TuneUsageError(f"tune does not take {why}")
-    resume: Path | None = getattr(args, "resume", None)
-    document, raw_setup = _resumed(settings, args, resume) if resume else _new(settings, args)
-    assert isinstance(raw_setup, CompareSetup)
-    setup = raw_setup
+    options = TuneOptions.from_namespace(args)  # (nothing below reads ``args``)
+    options.refuse("tune", _REFUSED, _PLAN_FLAGS, TuneUsageError)
+    resume = options.resume
+    document, setup = _resumed(settings, options, resume) if resume else _new(settings, options)
     if resume is not None and document.complete:
         print(f"spectui: {resume} is already complete; showing its results", file=sys.stderr)
-    json_out: Path | None = getattr(args, "json_out", None)
-    outputs = [resume] if resume is not None else [json_out or _default_output()]
-    if json_out is not None and json_out not in outputs:
-        outputs.append(json_out)
-    markdown: Path | None = getattr(args, "markdown_out", None)
+    outputs = options.outputs(_default_output)
+    markdown = options.markdown_out
 
     def exports(doc: TuneDocument) -> None:
         from spectui.core.compare.store import write_atomic
@@ -229,7 +220,7 @@ async def _tune(settings: Settings, args: argparse.Namespace) -> int:
         document,
         outputs=outputs,
         on_save=exports,
-        trust_code=resume is None or bool(getattr(args, "trust_checkers", False)),
+        trust_code=options.trust_code,
         probe=divergence_prober(engine),
     )
     print(
@@ -239,16 +230,16 @@ async def _tune(settings: Settings, args: argparse.Namespace) -> int:
 
     async def body() -> int:
         if document.complete:
-            print_final(document, chart=not getattr(args, "no_chart", False))
+            print_final(document, chart=not options.no_chart)
             return 0
         with TuneView(runner) as view:
             async for event in runner.run():
                 view.update(event)
-        print_final(runner.document, chart=not getattr(args, "no_chart", False))
+        print_final(runner.document, chart=not options.no_chart)
         return 0
 
     try:
-        if getattr(args, "tui", False):
+        if options.tui:
             from spectui.ui.tune_app import run_tune_tui
 
             code = await run_tune_tui(engine, settings, runner)
