@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     from spectui.commands.tune import add_tune_parser
 
     add_tune_parser(commands)
-    # The decision rule's one option, the same flag for both (tune reads args.identical_answers).
+    # The decision rule's one option, the same flag for both (ResultsOptions.identical_answers).
     from spectui.commands.compare import add_identical_answers_flag
 
     add_identical_answers_flag(commands.choices["tune"])
