@@ -119,6 +119,8 @@ class MainScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        if self.app.return_code is not None:
+            return  # the app is closing (a SIGTERM at start-up): its widgets may be gone
         self.answer.border_title = self.prompt.label
         self.answer.view.placeholder = "press r to run the prompt"
         self.query_one("#metrics-scroll").border_title = "metrics"

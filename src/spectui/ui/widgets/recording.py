@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.text import Text
 from textual.screen import Screen
-from textual.widget import Widget
+from textual.widget import MountError, Widget
 
 from spectui.core.engine.base import Engine
 from spectui.core.sessions.recording import RecordingEngine
@@ -81,5 +81,8 @@ def sync_recording(screen: Screen[Any] | None, engine: Engine | None) -> Recordi
         indicator.sync()
         return indicator
     indicator = RecordingIndicator(engine)
-    screen.mount(indicator)
+    try:
+        screen.mount(indicator)
+    except MountError:  # the app is closing (a SIGTERM at start-up) before the screen mounted
+        return None
     return indicator
