@@ -45,8 +45,8 @@ from spectui.core.request import GenerationRequest
 from spectui.core.sessions.file import SessionWriter
 from spectui.core.sessions.recording import RecordingEngine
 from spectui.core.sessions.tail import FollowOptions, FollowState
-from spectui.ui.app import SpectuiApp
-from spectui.ui.follow_app import FollowApp, follow_engine
+from spectui.ui.apps.follow import FollowApp, follow_engine
+from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.screens.follow import FollowScreen
 
 HERE = Path(__file__).resolve().parent

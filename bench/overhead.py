@@ -43,7 +43,7 @@ from spectui.core.events import ServerState
 from spectui.core.llama.server import free_port
 from spectui.core.prompts import builtin_prompt
 from spectui.core.request import GenerationRequest
-from spectui.ui.app import SpectuiApp
+from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.messages import RunEnded
 
 GOAL_TUI = 0.96

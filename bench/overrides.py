@@ -38,7 +38,7 @@ from spectui.config import Settings
 from spectui.core import overrides
 from spectui.core.events import ServerState
 from spectui.core.overrides import STOCK_ENV
-from spectui.ui.app import SpectuiApp
+from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.lean_compositor import LeanCompositor
 from spectui.ui.screens.main import MainScreen
 from spectui.ui.widgets.plot import LeanPlotextPlot, lean_plot_enabled

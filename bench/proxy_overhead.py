@@ -241,8 +241,8 @@ def memory(args: argparse.Namespace) -> None:
 def chunk(args: argparse.Namespace) -> None:
     """The proxy's own work per chunk, no network: attribution, metrics and the timings cut
     (hot: a tight loop, unlike a live stream's one wake-up per chunk)."""
-    from spectui.core.traffic.chunks import StreamAttribution
-    from spectui.core.traffic.models import EndpointKind
+    from spectui.core.proxy.chunks import StreamAttribution
+    from spectui.core.proxy.models import EndpointKind
 
     lines = (FIXTURES / "completion-ngram-simple-2.sse").read_bytes().splitlines(keepends=True)
     data = [line for line in lines if line.startswith(b"data:")]

@@ -26,7 +26,7 @@ from spectui.app_setup import build_engine, recorder
 from spectui.config import Settings
 from spectui.core.events import ServerState
 from spectui.core.llama import server as server_module
-from spectui.ui.app import SpectuiApp
+from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.messages import ServerStateChanged
 from spectui.ui.screens.spec_picker import SpecPickerScreen
 

@@ -30,7 +30,7 @@ from textual.strip import Strip
 
 from spectui.config import Settings
 from spectui.core.events import ServerState
-from spectui.ui.app import SpectuiApp
+from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.screens.main import MainScreen
 from spectui.ui.widgets.tokens import TokenView
 

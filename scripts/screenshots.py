@@ -62,18 +62,18 @@ from spectui.config import Settings  # noqa: E402
 from spectui.core.compare.runner import CompareEvent, CompareFinished  # noqa: E402
 from spectui.core.compare.store import CompareDocument, load_document  # noqa: E402
 from spectui.core.events import MemoryEvent, TokenEvent  # noqa: E402
+from spectui.core.proxy.chunks import PreparedBody  # noqa: E402
+from spectui.core.proxy.hub import TrafficHub  # noqa: E402
+from spectui.core.proxy.models import EndpointKind, RequestStatus  # noqa: E402
 from spectui.core.sessions.file import Session, read_session  # noqa: E402
 from spectui.core.sessions.replay import ReplayClock, ReplayEngine  # noqa: E402
-from spectui.core.traffic.chunks import PreparedBody  # noqa: E402
-from spectui.core.traffic.hub import TrafficHub  # noqa: E402
-from spectui.core.traffic.models import EndpointKind, RequestStatus  # noqa: E402
 from spectui.core.tune.models import TuneDocument  # noqa: E402
 from spectui.core.tune.runner import TuneEvent, TuneFinished  # noqa: E402
-from spectui.ui.compare_app import CompareApp  # noqa: E402
-from spectui.ui.replay_app import ReplayApp  # noqa: E402
-from spectui.ui.screens.traffic import TrafficScreen  # noqa: E402
-from spectui.ui.traffic_app import TrafficApp  # noqa: E402
-from spectui.ui.tune_app import TuneApp  # noqa: E402
+from spectui.ui.apps.compare import CompareApp  # noqa: E402
+from spectui.ui.apps.proxy import TrafficApp  # noqa: E402
+from spectui.ui.apps.replay import ReplayApp  # noqa: E402
+from spectui.ui.apps.tune import TuneApp  # noqa: E402
+from spectui.ui.screens.proxy import TrafficScreen  # noqa: E402
 
 SESSION = RECORDINGS / "table-row-ngram-simple.jsonl"
 

@@ -26,8 +26,8 @@ from spectui.core.sessions.recording import RecordingEngine
 if TYPE_CHECKING:  # (the proxy's parts load only when `spectui proxy` runs)
     import socket
 
-    from spectui.core.traffic.models import ProxyOptions
-    from spectui.core.traffic.session import ProxySession
+    from spectui.core.proxy.models import ProxyOptions
+    from spectui.core.proxy.session import ProxySession
 
 
 def engine_dirs() -> EngineDirs:
@@ -152,10 +152,10 @@ def proxy_session(
 ) -> ProxySession:
     """The proxy run in front of ``engine`` on ``sock``: its hub, its recorder when `--record`
     asks, the keys and limits; the headless command and the Traffic TUI both run this."""
-    from spectui.core.traffic.hub import TrafficHub
-    from spectui.core.traffic.proxy import TrafficProxy
-    from spectui.core.traffic.record import WorkloadRecorder
-    from spectui.core.traffic.session import ProxySession
+    from spectui.core.proxy.app import TrafficProxy
+    from spectui.core.proxy.hub import TrafficHub
+    from spectui.core.proxy.record import WorkloadRecorder
+    from spectui.core.proxy.session import ProxySession
 
     hub = TrafficHub(keep_events=options.keep_events or options.record is not None)
 

@@ -10,10 +10,10 @@ import httpx
 from pydantic import SecretStr
 
 from spectui.core.llama.protocol import ServerMetrics
-from spectui.core.traffic.hub import TrafficHub
-from spectui.core.traffic.models import TrafficRecord
-from spectui.core.traffic.proxy import TrafficProxy
-from spectui.core.traffic.serve import ProxyServer, bind
+from spectui.core.proxy.app import TrafficProxy
+from spectui.core.proxy.hub import TrafficHub
+from spectui.core.proxy.models import TrafficRecord
+from spectui.core.proxy.serve import ProxyServer, bind
 
 
 class Collected:

@@ -29,7 +29,7 @@ from spectui.core.llama import procs
 from spectui.core.llama.binary import Capabilities
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.prompts import BuiltinPrompt
-from spectui.ui.app import SpectuiApp
+from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.screens.main import MainScreen
 from spectui.ui.screens.spec_picker import SpecPickerScreen
 

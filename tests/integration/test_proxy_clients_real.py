@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from spectui.core.traffic.models import RequestStatus
+from spectui.core.proxy.models import RequestStatus
 
 from .outside import outside_server, wait_healthy
 from .proxy_helpers import running_proxy

@@ -13,7 +13,7 @@ import httpx
 import openai
 import pytest
 
-from spectui.core.traffic.models import RequestStatus
+from spectui.core.proxy.models import RequestStatus
 
 from .outside import outside_server, wait_healthy
 from .proxy_helpers import delta, running_proxy, server_metrics
@@ -266,9 +266,9 @@ async def test_traffic_tui_over_a_real_server(upstream: str) -> None:
     from spectui.app_setup import proxy_session
     from spectui.config import Settings
     from spectui.core.engine.live import LiveEngine
-    from spectui.core.traffic.models import ProxyOptions
-    from spectui.core.traffic.serve import bind
-    from spectui.ui.traffic_app import TrafficApp
+    from spectui.core.proxy.models import ProxyOptions
+    from spectui.core.proxy.serve import bind
+    from spectui.ui.apps.proxy import TrafficApp
 
     engine = LiveEngine.attached(upstream)
     sock = bind("127.0.0.1", 0)

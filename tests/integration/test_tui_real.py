@@ -19,7 +19,7 @@ from spectui.app_setup import build_engine
 from spectui.config import Settings
 from spectui.core.events import ServerState, TokenOrigin
 from spectui.core.prompts import builtin_prompt
-from spectui.ui.app import SpectuiApp
+from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.messages import RunEnded, TokensArrived
 from spectui.ui.screens.main import MainScreen
 from spectui.ui.screens.spec_picker import SpecPickerScreen

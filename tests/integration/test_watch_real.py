@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from spectui.core.traffic.watch import ServerWatcher, SpecCounters
+from spectui.core.proxy.watch import ServerWatcher, SpecCounters
 
 from .outside import outside_server, wait_healthy
 from .proxy_helpers import delta, server_metrics

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from spectui.config import Settings
-from spectui.ui.app import SpectuiApp
+from spectui.ui.apps.live import SpectuiApp
 
 from .fake_engine import FakeEngine
 

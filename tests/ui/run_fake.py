@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_engine import FakeEngine
 
 from spectui.config import Settings
-from spectui.ui.app import run_no_model, run_tui
+from spectui.ui.apps.live import run_no_model, run_tui
 
 
 def main() -> int:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from spectui.core.engine.base import ServerInfo
 from spectui.core.events import ServerState
-from spectui.ui.app import SpectuiApp
+from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.screens.dialogs import ConfirmScreen
 
 from .fake_engine import FakeEngine

@@ -7,7 +7,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Label, Static
 
 from spectui.config import Settings
-from spectui.ui.compare_app import CompareApp
+from spectui.ui.apps.compare import CompareApp
 from spectui.ui.screens.compare import CompareProgressed, CompareScreen, ResponsesScreen
 
 from .fake_compare import FakeCompareRunner

@@ -8,7 +8,7 @@ from textual.widgets import Static
 
 from spectui.config import Settings
 from spectui.core.compare.textdiff import Divergence, TokenProb
-from spectui.ui.compare_app import CompareApp
+from spectui.ui.apps.compare import CompareApp
 from spectui.ui.screens.compare import CompareScreen, ResponsesScreen, evidence_line
 
 from .fake_compare import ANSWER, OTHER, FakeCompareRunner

@@ -12,7 +12,7 @@ import pytest
 from textual._compositor import Compositor, CompositorUpdate
 
 from spectui.config import Settings
-from spectui.ui.app import SpectuiApp
+from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.compositor import lean_compositor_enabled
 from spectui.ui.lean_compositor import LeanCompositor
 

@@ -22,15 +22,15 @@ from spectui.commands.tui import broadcast_dir
 from spectui.config import Settings, live_dir, state_dir
 from spectui.core.engine.base import ServerInfo
 from spectui.core.events import TokenEvent, TokenOrigin
+from spectui.core.proxy.chunks import PreparedBody
+from spectui.core.proxy.hub import TrafficHub
+from spectui.core.proxy.models import EndpointKind, RequestStatus
+from spectui.core.proxy.record import WORKLOAD, WorkloadRecorder
 from spectui.core.sessions.file import read_session
 from spectui.core.sessions.follow import FollowEngine
 from spectui.core.sessions.tail import FollowOptions, FollowState
-from spectui.core.traffic.chunks import PreparedBody
-from spectui.core.traffic.hub import TrafficHub
-from spectui.core.traffic.models import EndpointKind, RequestStatus
-from spectui.core.traffic.record import WORKLOAD, WorkloadRecorder
-from spectui.ui.app import SpectuiApp
-from spectui.ui.follow_app import FollowApp, follow_engine
+from spectui.ui.apps.follow import FollowApp, follow_engine
+from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.screens.follow import FollowScreen
 from spectui.ui.widgets.metrics import MetricsPane
 from spectui.ui.widgets.tokens import TokenView

@@ -12,8 +12,8 @@ import pytest
 from spectui.app_setup import recorder
 from spectui.config import Settings
 from spectui.core.events import MemoryEvent
-from spectui.ui.app import SpectuiApp
-from spectui.ui.base_app import GC_YOUNG_THRESHOLD
+from spectui.ui.apps.base import GC_YOUNG_THRESHOLD
+from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.widgets.charts import REDRAW_INTERVAL_S
 
 from .fake_engine import FakeEngine

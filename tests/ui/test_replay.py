@@ -15,8 +15,8 @@ from spectui.core.request import GenerationRequest
 from spectui.core.sessions.file import Session, read_session
 from spectui.core.sessions.recording import RecordingEngine
 from spectui.core.sessions.replay import ReplayClock, ReplayEngine, recompute
-from spectui.ui.app import SpectuiApp
-from spectui.ui.replay_app import ReplayApp
+from spectui.ui.apps.live import SpectuiApp
+from spectui.ui.apps.replay import ReplayApp
 from spectui.ui.screens.replay import ReplayColumn, ReplayPairScreen, ReplayScreen
 from spectui.ui.widgets.metrics import MetricsPane
 from spectui.ui.widgets.recording import RecordingIndicator

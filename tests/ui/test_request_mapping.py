@@ -14,7 +14,7 @@ from spectui.config import Settings
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.prompts import builtin_prompt
 from spectui.core.request import GenerationRequest, Sampling
-from spectui.ui.app import SpectuiApp
+from spectui.ui.apps.live import SpectuiApp
 from unit.compare_helpers import FakeSetup, ScriptedEngine
 
 from .fake_engine import FakeEngine

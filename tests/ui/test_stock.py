@@ -12,7 +12,7 @@ from textual._compositor import Compositor
 from spectui.config import Settings
 from spectui.core import overrides
 from spectui.core.overrides import STOCK_ENV
-from spectui.ui.app import SpectuiApp
+from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.lean_compositor import LeanCompositor
 from spectui.ui.widgets.plot import LeanPlotextPlot, lean_plot_enabled
 from spectui.ui.widgets.sparkline import StripSparkline, strip_sparkline_enabled

@@ -13,7 +13,7 @@ from textual.dom import DOMNode
 
 import spectui.ui
 
-APP_TCSS = Path(spectui.ui.__file__).parent / "app.tcss"
+APP_TCSS = Path(spectui.ui.__file__).parent / "apps" / "app.tcss"
 LITERAL_COLOUR = re.compile(r":[^;{}]*(#[0-9a-fA-F]{3,8}\b|\brgba?\(|\bhsla?\()")
 """A declaration whose value is a hex, rgb() or hsl() colour (not a theme variable)."""
 

@@ -13,12 +13,12 @@ from textual.widgets.data_table import ColumnKey
 
 from spectui.config import Settings
 from spectui.core.events import RunMetrics
+from spectui.core.proxy.models import RequestStatus
 from spectui.core.stream.dialects import ResponseTotals
-from spectui.core.traffic.models import RequestStatus
-from spectui.ui.screens.traffic import MAX_ROWS, TrafficScreen, row_cells
-from spectui.ui.screens.traffic_request import TrafficRequestScreen
+from spectui.ui.apps.proxy import TrafficApp
+from spectui.ui.screens.proxy import MAX_ROWS, TrafficScreen, row_cells
+from spectui.ui.screens.proxy_request import TrafficRequestScreen
 from spectui.ui.themes import SHIPPED_THEMES
-from spectui.ui.traffic_app import TrafficApp
 from spectui.ui.widgets.tokens import TokenView
 
 from .traffic_helpers import begin, feed, finish, make_hub

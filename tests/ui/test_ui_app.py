@@ -14,7 +14,7 @@ from textual.widgets import Input, Label, Log
 from spectui.config import Settings
 from spectui.core.events import ServerState, TokenEvent, TokenOrigin
 from spectui.core.llama.specconfig import SpecConfig
-from spectui.ui.app import SpectuiApp
+from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.messages import RunEnded, RunFailed, RunStarted, TokensArrived
 from spectui.ui.screens.dialogs import ConfirmScreen, HelpScreen
 from spectui.ui.screens.spec_picker import SpecPickerScreen

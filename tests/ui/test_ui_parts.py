@@ -32,7 +32,7 @@ from spectui.core.events import (
     TokenOrigin,
 )
 from spectui.ui import format as fmt
-from spectui.ui.app import SpectuiApp
+from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.bridge import EventBatcher, pump
 from spectui.ui.messages import (
     MemorySampled,
@@ -355,7 +355,7 @@ async def test_hung_shutdown_after_a_signal_ends_the_process(
 
 def test_initial_prompt_of_a_builtin() -> None:
     from spectui.core.prompts import builtin_prompt
-    from spectui.ui.app import initial_prompt
+    from spectui.ui.apps.live import initial_prompt
 
     settings = Settings()
     assert initial_prompt(settings, None).key == "table-row"

@@ -14,7 +14,7 @@ from textual.pilot import Pilot
 
 from spectui.config import Settings
 from spectui.core.events import ServerState
-from spectui.ui.app import SpectuiApp
+from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.themes import SHIPPED_THEMES
 
 from .fake_engine import FakeEngine

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from spectui.core.traffic.chunks import PreparedBody
-from spectui.core.traffic.hub import LiveRequest, TrafficHub
-from spectui.core.traffic.models import EndpointKind, RequestStatus
+from spectui.core.proxy.chunks import PreparedBody
+from spectui.core.proxy.hub import LiveRequest, TrafficHub
+from spectui.core.proxy.models import EndpointKind, RequestStatus
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 START = datetime(2026, 1, 2, 10, 0, 0, tzinfo=UTC)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from textual.pilot import Pilot
 
-from spectui.ui.app import SpectuiApp
+from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.screens.main import MainScreen
 
 

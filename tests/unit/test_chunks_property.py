@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from spectui.core.proxy.chunks import StreamAttribution
 from spectui.core.stream.dialects import EndpointKind, is_final
-from spectui.core.traffic.chunks import StreamAttribution
 
 MARKERS = [
     '"timings":{', '"timings":{"a":1}', '"stop":false', '"stop":true', '"finish_reason":null',
@@ -149,9 +149,9 @@ class _Pieces:
 
 async def _relayed(pieces: list[bytes], limit: int = 1 << 20) -> tuple[bytes, str | None]:
     from spectui.core.net.asgi import ClientSide
-    from spectui.core.traffic.chunks import prepare_body
-    from spectui.core.traffic.hub import TrafficHub
-    from spectui.core.traffic.relay import relay
+    from spectui.core.proxy.chunks import prepare_body
+    from spectui.core.proxy.hub import TrafficHub
+    from spectui.core.proxy.relay import relay
 
     sent: list[bytes] = []
 

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from spectui.core.traffic.prom import ProxyMetrics
+from spectui.core.proxy.prom import ProxyMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD: dict[str, Any] = json.loads((ROOT / "dashboards" / "spectui.json").read_text())

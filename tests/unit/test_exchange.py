@@ -11,7 +11,7 @@ import pytest
 import trustme
 
 from spectui.core.net.buffered import HIGH_WATER
-from spectui.core.traffic.exchange import ExchangeError, open_exchange
+from spectui.core.proxy.exchange import ExchangeError, open_exchange
 
 from .socket_server import CHUNKED_HEAD, chunk, request_head, serve
 

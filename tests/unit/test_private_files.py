@@ -20,10 +20,10 @@ from spectui.core.files import (
     write_new,
 )
 from spectui.core.llama.logbuffer import ServerLog, new_log_file
+from spectui.core.proxy.record import WORKLOAD, RecordError, WorkloadRecorder, prepare_folder
 from spectui.core.request import GenerationRequest
 from spectui.core.sessions.file import SessionError, SessionWriter
 from spectui.core.sessions.recording import RecordingEngine, header_for
-from spectui.core.traffic.record import WORKLOAD, RecordError, WorkloadRecorder, prepare_folder
 
 from .sessions import REQUEST, CaptureEngine
 

@@ -17,16 +17,16 @@ from pydantic import SecretStr
 
 from spectui.core.events import TokenEvent
 from spectui.core.llama.protocol import ServerMetrics
-from spectui.core.stream.dialects import response_totals
-from spectui.core.traffic.chunks import (
+from spectui.core.proxy.app import TrafficProxy
+from spectui.core.proxy.chunks import (
     SETTLE_LINES,
     StreamAttribution,
     prepare_body,
     strip_timings,
 )
-from spectui.core.traffic.hub import TrafficHub
-from spectui.core.traffic.models import EndpointKind, RequestStatus, TrafficRecord
-from spectui.core.traffic.proxy import TrafficProxy
+from spectui.core.proxy.hub import TrafficHub
+from spectui.core.proxy.models import EndpointKind, RequestStatus, TrafficRecord
+from spectui.core.stream.dialects import response_totals
 
 from .socket_server import CHUNKED_HEAD, chunk, request_head, serve
 

@@ -21,10 +21,10 @@ import pytest
 from pydantic import SecretStr
 
 from spectui.core.llama.transport import AsyncioTransport
-from spectui.core.traffic.hub import TrafficHub
-from spectui.core.traffic.models import ProxyLimits, RequestStatus, TrafficRecord
-from spectui.core.traffic.proxy import TrafficProxy
-from spectui.core.traffic.serve import ProxyServer, bind
+from spectui.core.proxy.app import TrafficProxy
+from spectui.core.proxy.hub import TrafficHub
+from spectui.core.proxy.models import ProxyLimits, RequestStatus, TrafficRecord
+from spectui.core.proxy.serve import ProxyServer, bind
 
 from .socket_server import CHUNKED_HEAD, StandIn, chunk, until_read
 
@@ -328,8 +328,8 @@ async def test_requests_beyond_the_concurrency_limit_get_a_503() -> None:
 
 
 def test_the_hub_keeps_text_for_the_newest_requests_within_its_budget() -> None:
-    from spectui.core.traffic.chunks import prepare_body
-    from spectui.core.traffic.models import EndpointKind
+    from spectui.core.proxy.chunks import prepare_body
+    from spectui.core.proxy.models import EndpointKind
 
     hub = TrafficHub()
     hub.text_requests, hub.text_budget = 3, 25_000
@@ -498,7 +498,7 @@ async def test_a_chunked_request_body_from_a_raw_socket_is_relayed() -> None:
 async def test_the_stock_paths_serve_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     # SPECTUI_STOCK=1: httpx's own transport for pass-through, uvicorn's own server.
     from spectui.core import overrides
-    from spectui.core.traffic import serve
+    from spectui.core.proxy import serve
 
     monkeypatch.setenv(overrides.STOCK_ENV, "1")
     overrides.reset()

@@ -11,12 +11,12 @@ from spectui.commands.stream import summary_record
 from spectui.core.compare.prompt_files import load_prompt_file
 from spectui.core.engine.base import ServerInfo
 from spectui.core.events import SummaryEvent
+from spectui.core.proxy.chunks import PreparedBody
+from spectui.core.proxy.hub import RECENT_REQUESTS, TrafficHub
+from spectui.core.proxy.models import NO_DETAIL, EndpointKind, RequestStatus
+from spectui.core.proxy.record import WORKLOAD, WorkloadRecorder
 from spectui.core.sessions.file import read_session
 from spectui.core.sessions.replay import recompute
-from spectui.core.traffic.chunks import PreparedBody
-from spectui.core.traffic.hub import RECENT_REQUESTS, TrafficHub
-from spectui.core.traffic.models import NO_DETAIL, EndpointKind, RequestStatus
-from spectui.core.traffic.record import WORKLOAD, WorkloadRecorder
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from spectui.core.traffic.models import RequestStatus, TrafficRecord
+from spectui.core.proxy.models import RequestStatus, TrafficRecord
 
 from .socket_server import CHUNKED_HEAD, StandIn, chunk
 from .test_proxy_adversarial import serving

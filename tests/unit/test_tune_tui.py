@@ -10,8 +10,8 @@ from textual.widgets import DataTable
 
 from spectui.config import Settings
 from spectui.core.tune.runner import TuneRunner
+from spectui.ui.apps.tune import TuneApp
 from spectui.ui.screens.tune import TuneProgressed, TuneScreen
-from spectui.ui.tune_app import TuneApp
 
 from .compare_helpers import ScriptedEngine
 from .test_tune import SPEEDS, _tune

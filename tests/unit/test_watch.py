@@ -9,7 +9,7 @@ import httpx
 
 from spectui.commands.watch import view_lines, view_record
 from spectui.core.llama.protocol import ServerMetrics
-from spectui.core.traffic.watch import METRICS_OFF, SLOTS_OFF, ServerWatcher, SpecCounters
+from spectui.core.proxy.watch import METRICS_OFF, SLOTS_OFF, ServerWatcher, SpecCounters
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

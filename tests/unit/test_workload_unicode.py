@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from spectui.cli import main
 from spectui.core.compare.prompt_files import load_prompt_file
 from spectui.core.engine.base import ServerInfo
-from spectui.core.traffic.chunks import PreparedBody
-from spectui.core.traffic.hub import TrafficHub
-from spectui.core.traffic.models import EndpointKind, RequestStatus
-from spectui.core.traffic.record import WORKLOAD, WorkloadRecorder, jsonl_line
+from spectui.core.proxy.chunks import PreparedBody
+from spectui.core.proxy.hub import TrafficHub
+from spectui.core.proxy.models import EndpointKind, RequestStatus
+from spectui.core.proxy.record import WORKLOAD, WorkloadRecorder, jsonl_line
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 INFO = ServerInfo(mode="attached", url="http://127.0.0.1:8080")

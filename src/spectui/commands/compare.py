@@ -241,7 +241,7 @@ async def _compare(settings: Settings, args: argparse.Namespace) -> int:
 
     try:
         if options.tui:
-            from spectui.ui.compare_app import run_compare_tui
+            from spectui.ui.apps.compare import run_compare_tui
 
             started = True
             code = await run_compare_tui(engine, settings, runner, outputs[0])

@@ -270,7 +270,7 @@ def to_cast(session: Session, palette: Palette, width: int = WIDTH) -> str:
 
 def to_svg(session: Session, settings: Settings) -> str:
     """Textual's screenshot of the TUI after replaying the session headless."""
-    from spectui.ui.replay_app import replay_screenshot
+    from spectui.ui.apps.replay import replay_screenshot
 
     return asyncio.run(replay_screenshot(session, settings))
 

@@ -101,7 +101,7 @@ def follow_options(settings: Settings, args: argparse.Namespace) -> FollowOption
 def run_follow(settings: Settings, args: argparse.Namespace) -> int:
     """Run `spectui follow`; returns the exit status."""
     options = follow_options(settings, args)
-    from spectui.ui.follow_app import run_follow_tui
+    from spectui.ui.apps.follow import run_follow_tui
 
     return run_follow_tui(options, settings)
 
@@ -119,4 +119,3 @@ def open_live_dir() -> Path:
     except OSError as error:
         raise FollowArgsError(f"cannot broadcast to {folder}: {error.strerror}") from None
     return folder
-

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from spectui.commands.launch_options import add_launch_options
 from spectui.commands.options import CommandOptions
 from spectui.commands.output import EXIT_PIPE_CLOSED, OutputClosed, ThrottledOutput
-from spectui.core.traffic.models import METRICS_PATH
+from spectui.core.proxy.models import METRICS_PATH
 
 # The proxy's parts (starlette, uvicorn, prometheus-client) load only when the command runs:
 # the parser is built for every spectui command, and start-up time counts.
@@ -26,9 +26,9 @@ if TYPE_CHECKING:
     from pydantic import SecretStr
 
     from spectui.config import Settings
-    from spectui.core.traffic.hub import LiveRequest
-    from spectui.core.traffic.models import ProxyOptions, TrafficRecord
-    from spectui.core.traffic.session import ProxySession
+    from spectui.core.proxy.hub import LiveRequest
+    from spectui.core.proxy.models import ProxyOptions, TrafficRecord
+    from spectui.core.proxy.session import ProxySession
 
 DEFAULT_LISTEN = "127.0.0.1:8081"
 """Where the proxy listens unless told otherwise: this machine only."""
@@ -129,7 +129,7 @@ def request_record(record: TrafficRecord) -> dict[str, object]:
     proxy could not know), plus the request's id, endpoint, client and how it ended."""
     from spectui.commands.stream import summary_record
     from spectui.core.events import RunMetrics, SummaryEvent
-    from spectui.core.traffic.models import NO_DETAIL
+    from spectui.core.proxy.models import NO_DETAIL
 
     if record.metrics is not None:
         summary = summary_record(
@@ -221,7 +221,7 @@ def client_key(options: ProxyCommandOptions) -> SecretStr | None:
 
 def proxy_options(options: ProxyCommandOptions, *, keep_events: bool) -> ProxyOptions:
     """The engine's proxy options from the command's."""
-    from spectui.core.traffic.models import ProxyLimits, ProxyOptions
+    from spectui.core.proxy.models import ProxyLimits, ProxyOptions
 
     limits = options.model_dump(
         include={"max_body", "max_sse_line", "max_concurrency"}, exclude_none=True
@@ -239,8 +239,8 @@ def listening_socket(
 ) -> socket.socket:
     """Bind where `--listen` says (before any server starts: a port in use, or a record folder
     that cannot be written, fails at once)."""
-    from spectui.core.traffic.record import prepare_folder
-    from spectui.core.traffic.serve import bind, is_loopback, parse_listen
+    from spectui.core.proxy.record import prepare_folder
+    from spectui.core.proxy.serve import bind, is_loopback, parse_listen
 
     if (folder := options.record) is not None and (warning := prepare_folder(folder)):
         print(f"spectui: warning: {warning}", file=sys.stderr)
@@ -299,7 +299,7 @@ def run_proxy(settings: Settings, args: argparse.Namespace) -> int:
     if options.format == "jsonl":
         return asyncio.run(_headless(settings, options))
     from spectui.app_setup import build_engine, proxy_session
-    from spectui.ui.traffic_app import run_traffic_tui
+    from spectui.ui.apps.proxy import run_traffic_tui
 
     warnings: list[str] = []
     sock = listening_socket(options, warnings.append)

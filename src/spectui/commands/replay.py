@@ -105,6 +105,6 @@ def run_replay(settings: Settings, args: argparse.Namespace) -> int:
         for session in sessions:
             sys.stdout.write(json.dumps(summary_json(session), ensure_ascii=False) + "\n")
         return 0
-    from spectui.ui.replay_app import run_replay_tui
+    from spectui.ui.apps.replay import run_replay_tui
 
     return run_replay_tui(sessions, settings, speed=options.speed)

@@ -33,7 +33,7 @@ class TuiOptions(PromptOptions):
 
 def run_tui_command(settings: Settings, args: argparse.Namespace) -> int:
     """Build the engine (all checks before any process starts), then run the app."""
-    from spectui.ui.app import run_no_model, run_tui
+    from spectui.ui.apps.live import run_no_model, run_tui
 
     options = TuiOptions.from_namespace(args)
     prompt = options.chosen_prompt()

@@ -240,7 +240,7 @@ async def _tune(settings: Settings, args: argparse.Namespace) -> int:
 
     try:
         if options.tui:
-            from spectui.ui.tune_app import run_tune_tui
+            from spectui.ui.apps.tune import run_tune_tui
 
             code = await run_tune_tui(engine, settings, runner)
             print_final(runner.document, chart=False)  # what the screen showed, kept

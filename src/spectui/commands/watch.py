@@ -22,7 +22,7 @@ from spectui.commands.output import EXIT_PIPE_CLOSED, OutputClosed, ThrottledOut
 if TYPE_CHECKING:
     from pydantic import SecretStr
 
-    from spectui.core.traffic.watch import ServerView
+    from spectui.core.proxy.watch import ServerView
 
 DEFAULT_INTERVAL_S = 1.0
 """Seconds between polls."""
@@ -134,7 +134,7 @@ def view_lines(view: ServerView) -> list[str]:
 
 
 async def _watch(options: WatchOptions, key: SecretStr | None) -> int:
-    from spectui.core.traffic.watch import ServerWatcher, snapshot_once
+    from spectui.core.proxy.watch import ServerWatcher, snapshot_once
 
     out = ThrottledOutput(sys.stdout)
     live = sys.stdout.isatty() and not options.json_out

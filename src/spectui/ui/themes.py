@@ -1,4 +1,4 @@
-"""Theme files: shipped ones in ``themes/`` (in the wheel: ``spectui/themes``), user ones in
+"""Theme files: shipped ones in the package's ``themes/`` (``spectui/themes``), user ones in
 ``config_dir()/themes``. A file that fails to load is reported and skipped, never fatal.
 
 A theme file is TOML (or JSON) with Textual's theme fields at the top level and app variables
@@ -25,7 +25,7 @@ DEFAULT_THEME = "spectui-dark"
 """Used when the configured theme is unknown or broken."""
 
 SHIPPED_THEMES = ("spectui-dark", "spectui-light", "spectui-projector", "spectui-okabe-ito")
-"""The themes in the top-level ``themes/`` folder, in the order the docs list them."""
+"""The themes in the package's ``themes/`` folder, in the order the docs list them."""
 
 SPEC_VARIABLES = (
     "spec-accepted",
@@ -116,11 +116,8 @@ def load_theme(path: Path) -> Theme:
 
 
 def shipped_theme_dir() -> Path:
-    """The shipped themes: inside the installed package, else the source tree's ``themes/``."""
-    packaged = Path(str(resources.files("spectui"))) / "themes"
-    if packaged.is_dir():
-        return packaged
-    return Path(__file__).resolve().parents[3] / "themes"
+    """The shipped themes: ``spectui/themes`` inside the package (installed or editable)."""
+    return Path(str(resources.files("spectui"))) / "themes"
 
 
 def user_theme_dir() -> Path:

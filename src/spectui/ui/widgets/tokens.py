@@ -117,7 +117,7 @@ TOKEN_CSS = """
     & > .token--rejected { color: $spec-rejected; text-style: bold; }
 """
 """The token styles, nested in the view's and the legend's rules: colour plus a second cue, so
-they read in monochrome and 16 colours (theme variables only: themes live in themes/)."""
+they read in monochrome and 16 colours (theme variables only: themes live in spectui/themes/)."""
 
 
 def token_styles(widget: Widget) -> TokenStyles:

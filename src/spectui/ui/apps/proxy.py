@@ -14,11 +14,11 @@ from textual.worker import Worker, WorkerState
 from spectui.config import Settings
 from spectui.core.errors import SpectuiError
 from spectui.core.events import ServerState, ServerStateEvent
-from spectui.core.traffic.hub import LiveRequest, TrafficHub
-from spectui.core.traffic.models import TrafficRecord
-from spectui.core.traffic.session import ProxySession
-from spectui.ui.base_app import SpectuiBaseApp
-from spectui.ui.screens.traffic import TrafficScreen
+from spectui.core.proxy.hub import LiveRequest, TrafficHub
+from spectui.core.proxy.models import TrafficRecord
+from spectui.core.proxy.session import ProxySession
+from spectui.ui.apps.base import SpectuiBaseApp
+from spectui.ui.screens.proxy import TrafficScreen
 
 
 class ScreenListener:

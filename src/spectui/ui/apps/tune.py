@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from spectui.config import Settings
 from spectui.core.engine.base import Engine
-from spectui.ui.base_app import SpectuiBaseApp
+from spectui.ui.apps.base import SpectuiBaseApp
 from spectui.ui.screens.tune import TuneScreen, TuneSource
 
 

@@ -13,8 +13,8 @@ from textual.timer import Timer
 from textual.widgets import Footer, Static
 
 from spectui.core.events import RunMetrics, TokenEvent
-from spectui.core.traffic.hub import LiveRequest
-from spectui.core.traffic.models import NO_DETAIL
+from spectui.core.proxy.hub import LiveRequest
+from spectui.core.proxy.models import NO_DETAIL
 from spectui.ui.compositor import use_lean_compositor
 from spectui.ui.widgets.metrics import MetricsPane, RunColumn
 from spectui.ui.widgets.tokens import AnswerPane

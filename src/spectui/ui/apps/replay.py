@@ -15,7 +15,7 @@ from spectui.config import Settings
 from spectui.core.errors import SpectuiError
 from spectui.core.sessions.file import Session
 from spectui.core.sessions.replay import ReplayClock, ReplayEngine
-from spectui.ui.app import SpectuiApp
+from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.screens.replay import ReplayPairScreen, ReplayScreen
 
 SCREENSHOT_SIZE = (120, 40)

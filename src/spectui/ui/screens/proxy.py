@@ -24,12 +24,12 @@ from textual.widgets import DataTable, Footer, Static
 from textual.widgets.data_table import ColumnKey
 
 from spectui.core.events import RunMetrics
-from spectui.core.traffic.aggregate import Aggregate, aggregate, last_minutes, last_requests
-from spectui.core.traffic.hub import LiveRequest, TrafficHub
-from spectui.core.traffic.models import RequestStatus, TrafficRecord
+from spectui.core.proxy.aggregate import Aggregate, aggregate, last_minutes, last_requests
+from spectui.core.proxy.hub import LiveRequest, TrafficHub
+from spectui.core.proxy.models import RequestStatus, TrafficRecord
 from spectui.ui import format as fmt
 from spectui.ui.compositor import use_lean_compositor
-from spectui.ui.screens.traffic_request import TrafficRequestScreen
+from spectui.ui.screens.proxy_request import TrafficRequestScreen
 
 MAX_ROWS = 500
 """Requests in the table; older rows are dropped."""

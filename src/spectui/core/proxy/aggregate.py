@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from spectui.core.traffic.models import TrafficRecord
+from spectui.core.proxy.models import TrafficRecord
 
 
 class Aggregate(BaseModel):

@@ -16,8 +16,8 @@ from prometheus_client import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from spectui.core.traffic.hub import LiveRequest
-from spectui.core.traffic.models import TrafficRecord
+from spectui.core.proxy.hub import LiveRequest
+from spectui.core.proxy.models import TrafficRecord
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 """Content type of the exposition."""

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING
 from spectui.core.engine.live import LiveEngine
 from spectui.core.events import ServerStateEvent
 from spectui.core.llama.client import safe_url
-from spectui.core.traffic.hub import TrafficHub
-from spectui.core.traffic.models import METRICS_PATH
-from spectui.core.traffic.proxy import TrafficProxy
-from spectui.core.traffic.serve import ProxyServer
-from spectui.core.traffic.upstream import start_upstream, upstream_url
+from spectui.core.proxy.app import TrafficProxy
+from spectui.core.proxy.hub import TrafficHub
+from spectui.core.proxy.models import METRICS_PATH
+from spectui.core.proxy.serve import ProxyServer
+from spectui.core.proxy.upstream import start_upstream, upstream_url
 
 if TYPE_CHECKING:
-    from spectui.core.traffic.record import WorkloadRecorder
+    from spectui.core.proxy.record import WorkloadRecorder
 
 
 class ProxySession:

@@ -17,8 +17,8 @@ from textual.screen import Screen
 from spectui.config import Settings
 from spectui.core.sessions.follow import FollowEngine
 from spectui.core.sessions.tail import FollowOptions, SessionFollower
-from spectui.ui.app import SpectuiApp
-from spectui.ui.base_app import SpectuiBaseApp
+from spectui.ui.apps.base import SpectuiBaseApp
+from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.screens.follow import FollowScreen
 
 

@@ -26,11 +26,11 @@ from spectui.core.engine.base import ServerInfo
 from spectui.core.errors import SpectuiError
 from spectui.core.events import SummaryEvent
 from spectui.core.files import ensure_private_dir, open_append
+from spectui.core.proxy.hub import LiveRequest
+from spectui.core.proxy.models import EndpointKind, RequestStatus, TrafficRecord
 from spectui.core.request import GenerationRequest
 from spectui.core.sessions.file import SessionError, SessionWriter
 from spectui.core.sessions.recording import header_for, session_path
-from spectui.core.traffic.hub import LiveRequest
-from spectui.core.traffic.models import EndpointKind, RequestStatus, TrafficRecord
 
 WORKLOAD = "workload.jsonl"
 """The prompt file in the record folder."""

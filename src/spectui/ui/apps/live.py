@@ -21,7 +21,7 @@ from spectui.config import Settings
 from spectui.core.engine.base import Engine
 from spectui.core.prompts import DEFAULT_PROMPT_KEY, BuiltinPrompt, builtin_prompt
 from spectui.core.sessions.recording import RecordingEngine
-from spectui.ui.base_app import SpectuiBaseApp
+from spectui.ui.apps.base import SpectuiBaseApp
 from spectui.ui.screens.dialogs import NoModelScreen
 from spectui.ui.screens.main import MainScreen
 from spectui.ui.screens.prompt_picker import CUSTOM, PromptChoice, builtin_choice

@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 from spectui.core.net.asgi import ClientSide, sse_error
 from spectui.core.net.headers import end_to_end_raw
-from spectui.core.traffic.exchange import ExchangeError, UpstreamResponse
-from spectui.core.traffic.hub import LiveRequest
-from spectui.core.traffic.models import RequestStatus
+from spectui.core.proxy.exchange import ExchangeError, UpstreamResponse
+from spectui.core.proxy.hub import LiveRequest
+from spectui.core.proxy.models import RequestStatus
 
 _LENGTH = frozenset({b"content-length"})
 

@@ -22,14 +22,14 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from spectui.core.events import RunMetrics, StepEvent, TokenEvent
-from spectui.core.stream.dialects import ResponseTotals
-from spectui.core.traffic.chunks import PreparedBody, StreamAttribution
-from spectui.core.traffic.models import (
+from spectui.core.proxy.chunks import PreparedBody, StreamAttribution
+from spectui.core.proxy.models import (
     EndpointKind,
     RequestInfo,
     RequestStatus,
     TrafficRecord,
 )
+from spectui.core.stream.dialects import ResponseTotals
 
 RECENT_REQUESTS = 1000
 """Finished requests the hub remembers (the table and the aggregates read them)."""

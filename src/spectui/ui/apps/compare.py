@@ -11,7 +11,7 @@ from pathlib import Path
 
 from spectui.config import Settings
 from spectui.core.engine.base import Engine
-from spectui.ui.base_app import SpectuiBaseApp
+from spectui.ui.apps.base import SpectuiBaseApp
 from spectui.ui.screens.compare import CompareScreen, CompareSource
 
 

@@ -44,13 +44,13 @@ from spectui.core.net.asgi import (
     while_connected,
 )
 from spectui.core.net.headers import FRAMED_HERE, end_to_end, end_to_end_raw
+from spectui.core.proxy.chunks import GENERATION_PATHS, PreparedBody, prepare_body
+from spectui.core.proxy.exchange import ExchangeError, UpstreamResponse, open_exchange
+from spectui.core.proxy.hub import LiveRequest, TrafficHub
+from spectui.core.proxy.models import METRICS_PATH, EndpointKind, ProxyLimits, RequestStatus
+from spectui.core.proxy.prom import CONTENT_TYPE, ProxyMetrics
+from spectui.core.proxy.relay import relay
 from spectui.core.stream.dialects import ResponseTotals, response_totals
-from spectui.core.traffic.chunks import GENERATION_PATHS, PreparedBody, prepare_body
-from spectui.core.traffic.exchange import ExchangeError, UpstreamResponse, open_exchange
-from spectui.core.traffic.hub import LiveRequest, TrafficHub
-from spectui.core.traffic.models import METRICS_PATH, EndpointKind, ProxyLimits, RequestStatus
-from spectui.core.traffic.prom import CONTENT_TYPE, ProxyMetrics
-from spectui.core.traffic.relay import relay
 
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
