@@ -230,7 +230,7 @@ def read_session(path: Path) -> Session:
     """Read a session file; SessionError when it has no usable header."""
     raw = read_bytes(path, "session file", SessionError)
     lines = raw.split(b"\n")
-    header = _header(path, lines[0])
+    header = parse_header(path, lines[0])
     session = Session(path, header)
     ends_cleanly = raw.endswith(b"\n")
     for number, line in enumerate(lines[1:], start=2):
@@ -252,23 +252,24 @@ def read_session(path: Path) -> Session:
     return session
 
 
-def _header(path: Path, line: bytes) -> SessionHeader:
+def parse_header(name: str | Path, line: bytes) -> SessionHeader:
+    """A session file's first line as its header; SessionError (naming the file as `name`) else."""
     try:
         raw = json.loads(line)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raw = None
     if not isinstance(raw, dict) or raw.get("type") != "header":
-        raise SessionError(f"{path} is not a spectui session file (no header on its first line)")
+        raise SessionError(f"{name} is not a spectui session file (no header on its first line)")
     version = raw.get("schema_version")
     if version != SCHEMA_VERSION:
         raise SessionError(
-            f"{path} has session schema version {version!r}; this spectui ({__version__}) "
+            f"{name} has session schema version {version!r}; this spectui ({__version__}) "
             f"reads version {SCHEMA_VERSION} only"
         )
     try:
         return SessionHeader.model_validate(raw)
     except ValidationError as error:
-        raise SessionError(f"{path}: the header is damaged: {_why(error)}") from None
+        raise SessionError(f"{name}: the header is damaged: {_why(error)}") from None
 
 
 def _why(error: ValidationError) -> str:

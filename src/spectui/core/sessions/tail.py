@@ -15,7 +15,6 @@ a line of an event type this spectui does not know (a newer writer's) is left ou
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from collections.abc import AsyncIterator, Callable
@@ -26,9 +25,8 @@ from typing import IO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from spectui import __version__
 from spectui.core.events import EngineEvent, EventStream, SummaryEvent, engine_event_adapter
-from spectui.core.sessions.file import SCHEMA_VERSION, SessionError, SessionHeader
+from spectui.core.sessions.file import SessionError, SessionHeader, parse_header
 from spectui.core.sessions.recording import SUFFIX
 
 POLL_S = 0.025
@@ -138,28 +136,6 @@ def looks_like_session(path: Path) -> bool | None:
     if len(start) < len(HEADER_START):
         return None if HEADER_START.startswith(start) else False
     return start == HEADER_START
-
-
-def parse_header(path: Path, line: bytes) -> SessionHeader:
-    """A session file's first line as its header; SessionError when it is none (or unknown)."""
-    try:
-        raw = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raw = None
-    if not isinstance(raw, dict) or raw.get("type") != "header":
-        raise SessionError(f"{path.name} is not a spectui session file (no header)")
-    version = raw.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise SessionError(
-            f"{path.name} has session schema version {version!r}; this spectui "
-            f"({__version__}) reads version {SCHEMA_VERSION} only"
-        )
-    try:
-        return SessionHeader.model_validate(raw)
-    except ValidationError as error:
-        raise SessionError(
-            f"{path.name}: the header is damaged: {error.errors()[0]['msg']}"
-        ) from None
 
 
 def parse_event(line: bytes) -> EngineEvent | str | None:
@@ -320,7 +296,7 @@ class SessionFollower:
                 return None
             await asyncio.sleep(self.poll_s)
         try:
-            header = parse_header(path, lines[0])
+            header = parse_header(path.name, lines[0])
         except SessionError as error:
             tail.close()
             self.on_note(str(error))
