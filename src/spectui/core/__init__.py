@@ -9,9 +9,9 @@ shared top-level modules `errors`, `events`, `request`, `prompts`):
 - `sessions`  — recorded session files: writing them, replaying them.
 - `compare`   — fair A/B runs of spec configs, their store, exports and verdicts.
 - `tune`      — searching this binary's spec configs under the compare rules.
-- `traffic`   — `spectui proxy` and `spectui watch`: a real workload, request by request.
+- `proxy`     — `spectui proxy` and `spectui watch`: a real workload, request by request.
 
-`tune` and `traffic` sit side by side at the top and never import each other. Never imports
+`tune` and `proxy` sit side by side at the top and never import each other. Never imports
 textual, the UI, the commands or the app's settings module: it takes parameters. The
 import-linter contracts in pyproject.toml are the source of truth and enforce all of this.
 """

@@ -1,4 +1,4 @@
-"""Watching a real workload: `proxy` (an ASGI app that passes every request through to a
+"""Watching a real workload: `app` (the proxy, an ASGI app that passes every request through to a
 llama-server and attributes each streamed generation token by token), `watch` (polls /slots and
 /metrics, sends nothing), and what both report (`models`).
 

@@ -3,7 +3,7 @@
 `/completion` (native), `/v1/completions`, `/v1/chat/completions` and `/v1/messages` (Anthropic)
 say the same things in different shapes: the text a chunk releases, tokens so far, the cumulative
 ``timings``, prompt progress, why generation stopped, the model, and errors. `stream.run` (the
-engine's own streams) and `traffic` (the proxy's attribution and totals) both read them through
+engine's own streams) and `proxy` (the proxy's attribution and totals) both read them through
 these functions, so a shape llama-server changes is changed here once.
 
 Two ways in, one vocabulary. `typed_chunk` validates a payload in one call into the pydantic
