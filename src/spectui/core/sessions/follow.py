@@ -9,6 +9,7 @@ from spectui.core.engine.base import ServerInfo
 from spectui.core.events import ErrorEvent, EventStream, ServerState, ServerStateEvent
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest
+from spectui.core.sessions.replay import recorded_server_info
 from spectui.core.sessions.tail import SessionFollower
 
 
@@ -35,12 +36,8 @@ class FollowEngine:
             return ServerInfo(mode="replay", url=f"follow://{short_path(self.follower.target)}")
         server = run.header.server
         mode = server.mode if server.mode in ("launched", "attached") else "replay"
-        return ServerInfo(
-            mode=mode,
-            url=server.url or f"follow://{run.path.name}",
-            version=server.binary_version,
-            model=server.model,
-            spec=server.spec,
+        return recorded_server_info(
+            server, mode=mode, url=server.url or f"follow://{run.path.name}"
         )
 
     @property

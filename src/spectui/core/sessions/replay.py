@@ -39,7 +39,7 @@ from spectui.core.events import (
 from spectui.core.llama.protocol import Timings
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest
-from spectui.core.sessions.file import Session
+from spectui.core.sessions.file import Session, SessionServer
 from spectui.core.stream.metrics import MetricsTracker
 
 SPEEDS = {"0.5": 0.5, "1": 1.0, "2": 2.0, "max": None}
@@ -268,13 +268,8 @@ class ReplayEngine:
     @property
     def info(self) -> ServerInfo:
         """The recorded server, marked as a replay (nothing can be switched)."""
-        server = self.session.header.server
-        return ServerInfo(
-            mode="replay",
-            url=f"replay://{self.session.name}",
-            version=server.binary_version,
-            model=server.model,
-            spec=server.spec,
+        return recorded_server_info(
+            self.session.header.server, mode="replay", url=f"replay://{self.session.name}"
         )
 
     @property
@@ -365,3 +360,10 @@ def _step_targets(events: Sequence[EngineEvent], times: Sequence[float]) -> list
             following = times[index]
         targets[index] = following if following is not None else times[index]
     return targets
+
+
+def recorded_server_info(server: SessionServer, *, mode: str, url: str) -> ServerInfo:
+    """The server pane's view of a recorded server, shown as `mode` at `url`."""
+    return ServerInfo(
+        mode=mode, url=url, version=server.binary_version, model=server.model, spec=server.spec
+    )
