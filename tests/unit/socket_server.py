@@ -28,6 +28,12 @@ def plain(body: bytes) -> bytes:
     return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
 
 
+def json_answer(body: bytes) -> bytes:
+    """A whole 200 answer with a JSON body, as llama-server sends one."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+    return head + b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
 CHUNKED_HEAD = (
     b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 )

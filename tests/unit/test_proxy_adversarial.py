@@ -26,7 +26,7 @@ from spectui.core.proxy.hub import TrafficHub
 from spectui.core.proxy.models import ProxyLimits, RequestStatus, TrafficRecord
 from spectui.core.proxy.serve import ProxyServer, bind
 
-from .socket_server import CHUNKED_HEAD, StandIn, chunk, until_read
+from .socket_server import CHUNKED_HEAD, StandIn, chunk, json_answer, until_read
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 DEADLINE_S = 30
@@ -166,8 +166,7 @@ async def test_an_interim_103_before_a_whole_answer_is_skipped() -> None:
         await stand_in.head(reader)
         body = b'{"content":"hi","tokens_predicted":1,"stop":true}'
         writer.write(b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n")
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
-        writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        writer.write(json_answer(body))
         await writer.drain()
 
     stand_in = StandIn(answer)
@@ -385,8 +384,7 @@ async def test_a_lone_surrogate_gets_the_upstreams_answer_and_a_record() -> None
             writer.write(b"0\r\n\r\n")
         else:  # llama-server echoes what it could not read
             reply = b'{"content":"\\ud800 back","stop":true,"tokens_predicted":2}'
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
-            writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(reply), reply))
+            writer.write(json_answer(reply))
         await writer.drain()
 
     stand_in = StandIn(answer)

@@ -22,7 +22,7 @@ import psutil
 
 from spectui.core.proxy.models import RequestStatus, TrafficRecord
 
-from .socket_server import CHUNKED_HEAD, StandIn, chunk
+from .socket_server import CHUNKED_HEAD, StandIn, chunk, json_answer
 from .test_proxy_adversarial import serving
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -81,8 +81,7 @@ async def _upstream(stand_in: StandIn, reader: asyncio.StreamReader,
         return
     await asyncio.sleep(0)  # ("prompt processing": the client may be gone already)
     if b'"stream": true' not in body:
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
-        writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(WHOLE), WHOLE))
+        writer.write(json_answer(WHOLE))
         await writer.drain()
         return
     writer.write(CHUNKED_HEAD)
