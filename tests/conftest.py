@@ -4,6 +4,7 @@ and a session-end check that no llama-server started by the tests is still alive
 from __future__ import annotations
 
 import functools
+import json
 import os
 import uuid
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from integration.outside import ONE_THREAD
 from spectui.core.llama.binary import Capabilities, probe_capabilities
 from spectui.core.overrides import STOCK_ENV, stock_forced
 
@@ -20,12 +22,17 @@ KEPT = {STOCK_ENV}
 
 
 @pytest.fixture(autouse=True)
-def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_dirs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
     """Settings, logs, caches and sessions go to a temp dir; SPECTUI_* from the shell is ignored
-    (but for `KEPT`)."""
+    (but for `KEPT`); a `server` test's spectui launches its servers on one thread."""
     for name in list(os.environ):
         if name.startswith("SPECTUI_") and name not in KEPT:
             monkeypatch.delenv(name)
+    if request.node.get_closest_marker("server") is not None:
+        # The env reaches `spectui` subprocesses too; a test's own server_args (init) win.
+        monkeypatch.setenv("SPECTUI_SERVER_ARGS", json.dumps(ONE_THREAD))
     monkeypatch.setenv("SPECTUI_CONFIG", str(tmp_path / "config.toml"))
     for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
         monkeypatch.setenv(name, str(tmp_path / "xdg" / name.lower()))

@@ -15,8 +15,13 @@ import psutil
 from spectui.core.llama.procs import die_with_parent
 from spectui.core.llama.server import free_port
 
-FAST = ("--no-warmup",)
-"""The tests need a server, not a fast one: skip the warm-up run."""
+ONE_THREAD = ("--threads", "1")
+"""Every test server computes on one thread. ggml's threads meet at a barrier after each op, so
+two of them on a machine with a core kept busy by something else wait on the scheduler at every
+op (seen: ~80x slower, tests at their hang guard); one thread only runs slower in proportion."""
+
+FAST = ("--no-warmup", *ONE_THREAD)
+"""The tests need a server, not a fast one: skip the warm-up run, one thread (`ONE_THREAD`)."""
 
 
 def launched_servers(exclude: Collection[int] = ()) -> list[psutil.Process]:

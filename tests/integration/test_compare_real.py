@@ -38,6 +38,7 @@ from spectui.core.compare.store import (
 )
 from spectui.core.engine.base import Engine
 
+from .outside import FAST
 from .test_cli_errors import spectui
 
 pytestmark = pytest.mark.server
@@ -98,7 +99,7 @@ def watch() -> Iterator[ServerWatch]:
 async def _interrupted_run(gemma_model: Path, llama_binary: Path, out: Path) -> CompareDocument:
     settings = Settings(model=gemma_model, server_bin=llama_binary)
     # A small context and no load-time warm-up keep restarts quick; the same for every config.
-    setup = compare_setup(settings, server=ServerOptions(ctx_size=1024, extra_args=["--no-warmup"]))
+    setup = compare_setup(settings, server=ServerOptions(ctx_size=1024, extra_args=list(FAST)))
     configs = parse_configs(
         ["none", "ngram-simple", f"draft-simple --draft-model {gemma_model} --spec-draft-n-max 4"],
         setup.caps,

@@ -34,7 +34,7 @@ from spectui.ui.screens.main import MainScreen
 from spectui.ui.screens.spec_picker import SpecPickerScreen
 
 from .fakes import serve
-from .outside import launched_servers, outside_server, wait_healthy
+from .outside import FAST, launched_servers, outside_server, wait_healthy
 from .test_stream_real import CODE_PROMPT, smollm_model  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.server
@@ -42,15 +42,13 @@ pytestmark = pytest.mark.server
 GIVE_UP_S = 240.0
 """Only a guard against a hung test: nothing here measures time."""
 
-FAST = ["--no-warmup"]
-
 
 def settings_for(model: Path, **fields: object) -> Settings:
     base: dict[str, object] = {
         "model": model,
         "spec_type": "ngram-simple",
         "ctx_size": 1024,
-        "server_args": FAST,
+        "server_args": list(FAST),
     }
     base.update(fields)
     return Settings.model_validate(base)

@@ -29,6 +29,7 @@ from spectui.core.tune.models import TuneDocument
 from spectui.core.tune.runner import TuneRunner
 from spectui.core.tune.setup import new_tune
 
+from .outside import FAST
 from .test_cli_errors import spectui
 from .test_compare_real import ServerWatch, interrupt_after
 
@@ -54,7 +55,7 @@ def _noise(document: TuneDocument) -> float:
 
 async def _interrupted(gemma_model: Path, llama_binary: Path, out: Path) -> TuneDocument:
     settings = Settings(model=gemma_model, server_bin=llama_binary)
-    setup = compare_setup(settings, server=ServerOptions(ctx_size=1024, extra_args=["--no-warmup"]))
+    setup = compare_setup(settings, server=ServerOptions(ctx_size=1024, extra_args=list(FAST)))
     document = new_tune(
         setup,
         prompts=load_prompts("builtin:table-row,json-rewrite", N_PREDICT),
