@@ -191,7 +191,7 @@ async def _compare(settings: Settings, args: argparse.Namespace) -> int:
             )
         if document.complete:
             print(f"spectui: {resume} is already complete; nothing to resume", file=sys.stderr)
-        setup = resumed_setup(settings, document, compare_setup)
+        setup = resumed_setup(settings, document, resume, compare_setup)
     else:
         budget = resolve_budget(options.memory_budget)  # a bad one: first
         setup = compare_setup(settings)

@@ -96,17 +96,18 @@ class ResultsOptions(CommandOptions):
 
 
 def resumed_setup(
-    settings: Settings, document: CompareDocument, compare_setup: SetupFactory
+    settings: Settings, document: CompareDocument, source: Path, compare_setup: SetupFactory
 ) -> CompareSetup:
-    """The binary and model ``document`` was measured with (refused if they changed);
-    ``compare_setup`` is `app_setup.compare_setup` (the command's own name for it)."""
+    """The binary, model and server arguments ``document`` (read from ``source``) was measured
+    with (refused if they changed); ``compare_setup`` is `app_setup.compare_setup` (the
+    command's own name for it)."""
     from spectui.core.compare.store import check_same_setup
 
     setup = compare_setup(
         settings,
         binary=Path(document.binary.path),
         model=settings.model or Path(document.model.path),
-        server=document.server,
+        server=document.server.with_secrets(settings.server_args, source),
     )
     check_same_setup(document, setup.binary_info, setup.model_info)
     return setup

@@ -180,7 +180,7 @@ def _resumed(
 
     document = load_tune(path)
     compare = document.compare
-    setup = resumed_setup(settings, compare, compare_setup)
+    setup = resumed_setup(settings, compare, path, compare_setup)
     if options.budget is not None:
         document = document.model_copy(update={"budget_s": options.budget})
     if options.identical_answers:

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
 from spectui import __version__
 from spectui.core.compare.costmodel import CostModel, fit_runs, predictions
@@ -27,6 +27,7 @@ from spectui.core.compare.models import (
 )
 from spectui.core.compare.verdict import SummaryRow, annotate, report_rows
 from spectui.core.errors import SpectuiError, read_bytes
+from spectui.core.llama.secrets import mask_argv, secret_values
 
 FORMAT: Literal["spectui-compare/1"] = "spectui-compare/1"
 """Identifies the document format (bumped if a field changes meaning)."""
@@ -65,7 +66,27 @@ class ServerOptions(BaseModel):
     ctx_size: int
     """--ctx-size."""
     extra_args: list[str] = Field(default_factory=list)
-    """Extra llama-server arguments (after ``--``)."""
+    """Extra llama-server arguments (after ``--``); secret values are masked in the file."""
+
+    @field_serializer("extra_args", when_used="json")
+    def _masked(self, args: list[str]) -> list[str]:
+        # A results file gets shared and attached to reports: a secret on the server's command
+        # line (--hf-token, --api-key) never reaches it. --resume takes it again (`with_secrets`).
+        return mask_argv(args)
+
+    def with_secrets(self, given: Sequence[str], source: Path) -> ServerOptions:
+        """These options as read from ``source``, with the secret values the file does not hold
+        taken from ``given`` (the resuming command's own server arguments, which must be the
+        same arguments as the file's once masked)."""
+        if not secret_values(self.extra_args):
+            return self
+        if mask_argv(given) != self.extra_args:
+            shown = " ".join(self.extra_args)
+            raise ResultFileError(
+                f"{source} was measured with secret llama-server arguments, which it does not "
+                f"store: resume with the same ones after -- ({shown}, with the secret values)"
+            )
+        return self.model_copy(update={"extra_args": list(given)})
 
 
 class CompareDocument(BaseModel):
