@@ -7,13 +7,20 @@ Configs: the baseline, ngram-simple, ngram-mod at n-max 64 (default), 32 and 16,
 draft-simple with the Gemma model as its own draft at n-max 8, 4 and 2. Every run is recorded
 (``--record``) to bench/results/costmodel-sessions/. Writes bench/results/costmodel.json: the
 fitted model, its median abs error over every run (goal <= 5 %), the same per config, and a
-leave-one-config-out error (the model fitted without a config, predicting it).
+leave-one-config-out error (the model fitted without a config, predicting it; a config whose
+cost group has no other config is not held out: its costs would be unfitted).
+
+    python bench/costmodel.py --report-only   # re-score the saved comparison, no server
+
+``--report-only`` refits the model on the saved bench/results/costmodel.compare.json with the
+code as it is now (what a live run would have stored) and rewrites costmodel.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import statistics
 import subprocess
@@ -21,6 +28,10 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spectui.core.compare.models import RunRecord
 
 HERE = Path(__file__).parent
 RESULTS = HERE / "results"
@@ -95,9 +106,10 @@ def analyse(doc: dict[str, object]) -> dict[str, object]:
         if config.is_baseline:
             continue
         rest = [r for r in runs if r.config != config.name]
-        same = [c for c in plan.configs if c.spec.types == config.spec.types and c is not config]
+        group = _group(config.spec.types)
+        same = [c for c in plan.configs if _group(c.spec.types) == group and c is not config]
         if not same:
-            held_out[config.name] = None  # its group's cost would be unfitted
+            held_out[config.name] = None  # its group's costs would be unfitted
             continue
         partial = fit_runs(plan, rest)
         errors = [
@@ -118,7 +130,11 @@ def analyse(doc: dict[str, object]) -> dict[str, object]:
             c: round(statistics.median(v), 4) for c, v in per_config.items()
         },
         "held_out_median_abs_error": held_out,
+        "held_out_median": round(statistics.median(kept), 4)
+        if (kept := [v for v in held_out.values() if v is not None])
+        else None,
         "baseline_spread": _spread(runs, plan.baseline.name),
+        "repeat_floor": _repeat_floor(runs),
     }
 
 
@@ -129,14 +145,14 @@ PREFIX = 32
 def short_round(doc: dict[str, object]) -> dict[str, object]:
     """Predicted decode speedups from each recorded run's first `PREFIX` tokens and from the
     whole run, against the measured paired decode speedup (same prompt, same round)."""
-    from spectui.core.compare.costmodel import spec_group
+    from spectui.core.compare.costmodel import fit_runs, spec_group
     from spectui.core.compare.store import CompareDocument
     from spectui.core.compare.whatif import event_counts
     from spectui.core.events import StepEvent, TokenEvent
     from spectui.core.sessions.file import read_session
 
     compare = CompareDocument.model_validate(doc)
-    model = compare.cost_model
+    model = fit_runs(compare.plan, compare.runs)  # the model as this code fits it, not as saved
     runs = sorted(compare.runs, key=lambda r: r.seq)
     sessions = [read_session(p) for p in sorted(SESSIONS.glob("*.jsonl"))]
     if model is None or len(sessions) != len(runs):
@@ -163,7 +179,9 @@ def short_round(doc: dict[str, object]) -> dict[str, object]:
             if tokens < 2:
                 continue
             decodes = counts.steps + counts.singles
-            ms = model.decode_time_ms(decodes, sum(counts.drafted), groups[run.config])
+            ms = model.decode_time_ms(
+                decodes, counts.steps, sum(counts.drafted), groups[run.config]
+            )
             if not ms:
                 continue
             predicted = (tokens / ms) / (1 / model.decode_ms)
@@ -184,6 +202,26 @@ def _group(types: tuple[str, ...]) -> str | None:
     from spectui.core.compare.costmodel import spec_group
 
     return spec_group(types)
+
+
+def _repeat_floor(runs: Sequence[RunRecord]) -> dict[str, float | int | None]:
+    """The error a model would have if it were exact: runs that did the same work (config,
+    prompt, drafted, accepted, steps) each predicted at their geometric mean. What is left is the
+    machine's run-to-run noise, which no cost model can remove."""
+    same: dict[tuple[object, ...], list[float]] = {}
+    for r in runs:
+        if r.tokens_per_second:
+            key = (r.config, r.prompt, r.tokens, r.drafted, r.accepted, r.steps)
+            same.setdefault(key, []).append(r.tokens_per_second)
+    errors = []
+    for values in same.values():
+        if len(values) > 1:
+            mean = math.exp(statistics.fmean(math.log(v) for v in values))
+            errors += [abs(mean / v - 1) for v in values]
+    return {
+        "runs": len(errors),
+        "median_abs_error": round(statistics.median(errors), 4) if errors else None,
+    }
 
 
 def _spread(runs: Sequence[object], baseline: str) -> dict[str, float]:

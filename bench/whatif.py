@@ -11,7 +11,9 @@ in the same round. Two figures per pair, both from one comparison:
   that round cancels) against the measured target run;
 - ``absolute``: whatif's ``tokens_per_second`` (the pooled cost model, typical round speed).
 
-Writes bench/results/whatif.json: every pair and the median abs errors (goal <= 10 %).
+Writes bench/results/whatif.json: every pair and the median abs errors (goal <= 10 %). It runs
+no server: it reads what bench/costmodel.py saved, and refits the pooled model from its runs
+with the code as it is now.
 """
 
 from __future__ import annotations
@@ -39,11 +41,13 @@ PAIRS = {
 
 
 def main() -> int:
+    from spectui.core.compare.costmodel import fit_runs
     from spectui.core.compare.store import CompareDocument
     from spectui.core.compare.whatif import WhatIfError, what_if
     from spectui.core.sessions.file import read_session
 
     doc = CompareDocument.model_validate(json.loads(DOC.read_text()))
+    pooled = fit_runs(doc.plan, doc.runs)  # as this code fits it (a saved doc may be older)
     runs = sorted(doc.runs, key=lambda r: r.seq)
     sessions = [read_session(p) for p in sorted(SESSIONS.glob("*.jsonl"))]
     if len(sessions) != len(runs):
@@ -67,7 +71,7 @@ def main() -> int:
                 "measured_source": round(run.tokens_per_second, 3),
                 "measured_target": round(real.tokens_per_second, 3),
             }
-            for name, model in (("pooled", doc.cost_model), ("own", None)):
+            for name, model in (("pooled", pooled), ("own", None)):
                 try:
                     result = what_if(session, [k_new], model)
                 except WhatIfError as error:

@@ -44,7 +44,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def test_the_compare_json_carries_the_fitted_cost_model(recorded: tuple[Path, Path]) -> None:
     data = json.loads(recorded[0].read_text())
     cost = data["cost_model"]
-    assert cost["kind"] == "linear-step"
+    assert cost["kind"] == "step-overhead"
     assert cost["parameters"]["decode_ms"] > 0
     assert "drafted_ms.draft-simple" in cost["parameters"]
     assert cost["median_abs_error"] is not None

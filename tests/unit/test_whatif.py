@@ -122,6 +122,32 @@ def test_a_run_whose_decodes_all_look_alike_needs_a_given_model() -> None:
     assert result.predictions[0].tokens_per_step == 3.0
 
 
+def test_a_shorter_draft_pays_the_steps_fixed_cost_more_often() -> None:
+    # Self-draft that always accepts, at K=8: at K'=2 the same text takes 4x the steps, and each
+    # pays step_ms again (the drafter's catch-up pass); the older form, without it, would call
+    # K'=2 nearly as fast.
+    session = _session([(8, 8)] * 8, singles_after=0, k=8)
+    given = CostModel(
+        parameters={
+            "decode_ms": 14.0,
+            "step_ms.draft-simple": 29.0,
+            "drafted_ms.draft-simple": 22.0,
+        }
+    )
+    result = what_if(session, [2, 8], given)
+    by = {p.draft_max: p for p in result.predictions}
+    tokens = 8 * 9  # after the first: 8 steps of 8 accepted + 1
+    ms_2 = tokens / 3 * (14.0 + 29.0 + 22.0 * 2)
+    ms_8 = tokens / 9 * (14.0 + 29.0 + 22.0 * 8)
+    assert by[2].tokens_per_second == pytest.approx(tokens / (ms_2 / 1000), rel=1e-3)
+    assert by[2].speedup_vs_recorded == pytest.approx(ms_8 / ms_2, rel=1e-3)
+    linear = CostModel(
+        kind="linear-step", parameters={"decode_ms": 14.0, "drafted_ms.draft-simple": 22.0}
+    )
+    older = {p.draft_max: p for p in what_if(session, [2, 8], linear).predictions}
+    assert older[2].speedup_vs_recorded > by[2].speedup_vs_recorded
+
+
 def test_a_run_without_steps_is_refused() -> None:
     with pytest.raises(WhatIfError, match="no verification steps"):
         what_if(_session([]), [2])

@@ -1,25 +1,34 @@
 """A step-cost model: what one decode of the target costs, as a function of what it verifies.
 
-The model (``kind`` ``"linear-step"``), for one server configuration (binary, model, ctx size,
+The model (``kind`` ``"step-overhead"``), for one server configuration (binary, model, ctx size,
 threads: what every config of a comparison shares)::
 
-    decode time (ms) = decode_ms + drafted_ms[group] x drafted
+    plain decode (ms)      = decode_ms
+    verification step (ms) = decode_ms + step_ms[group] + drafted_ms[group] x drafted
 
 One *decode* is one forward pass of the target after the first token: either a verification step
-of ``drafted + 1`` tokens or a plain decode of one token (``drafted = 0``; no draft was tried).
-``decode_ms`` is the cost of a batch of one; ``drafted_ms[group]`` what each drafted token adds:
-its place in the verification batch and, for draft-model types, the drafter's own forward pass.
-The group is ``"ngram"`` for every n-gram type (their lookups cost next to nothing, so they share
-one coefficient: the verification batch) and the type itself for a draft-model type
-(``"draft-simple"``, ``"draft-mtp"``, ...), whose drafting cost is its own.
+of ``drafted + 1`` tokens or a plain decode of one token (no draft was tried). ``decode_ms`` is
+the cost of a batch of one. ``step_ms[group]`` is what a step costs beyond that whatever its
+length: the target's batch path (a batch above one leaves the matrix-vector kernels) and, for a
+draft-model type, the drafter's own per-step work (its catch-up pass over the tokens just
+accepted, its sampler). ``drafted_ms[group]`` is what each drafted token adds: its row in the
+verification batch (the output layer and sampling over the vocabulary for one more position)
+and, for a draft-model type, one sequential forward pass of the drafter. The group is
+``"ngram"`` for every n-gram type (their lookups cost next to nothing, so they share the
+target's costs) and the type itself for a draft-model type (``"draft-simple"``, ...).
+
+The older form, ``kind`` ``"linear-step"``, had no ``step_ms``: it still loads, with
+``step_ms`` 0. A fit leaves ``step_ms`` out (0) when its points cannot tell it from the other
+costs (every step of a group drafting the same length).
 
 Two ways to fit it, both weighted least squares on *relative* error, then refitted once without
 the points more than `TRIM` median errors (and 10 %) off (a run disturbed by a neighbour's load):
 
 - `fit_runs`: from whole runs (a compare or tune document). A run after its first token made
-  ``tokens - 1 - accepted`` decodes and drafted ``drafted`` tokens, and took
-  ``(tokens - 1) / tokens_per_second``; the baseline pins ``decode_ms``, each group's runs its
-  ``drafted_ms``. Pooled over every run, hundreds of steps decide two or three numbers.
+  ``tokens - 1 - accepted`` decodes, ``steps`` of them verification steps, drafted ``drafted``
+  tokens, and took ``(tokens - 1) / tokens_per_second``; the baseline pins ``decode_ms``, each
+  group's runs at different draft lengths its ``step_ms`` and ``drafted_ms``. Pooled over every
+  run, hundreds of steps decide a handful of numbers.
 - `fit_decodes`: from one recorded run's decodes (a session file): each decode's own time, from
   the arrival of its first token to the next one's.
 
@@ -39,7 +48,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -63,6 +72,11 @@ def drafted_key(group: str) -> str:
     return f"drafted_ms.{group}"
 
 
+def step_key(group: str) -> str:
+    """The parameter name of a group's per-step cost: 'step_ms.draft-simple'."""
+    return f"step_ms.{group}"
+
+
 def spec_group(types: Sequence[str]) -> str | None:
     """The cost group of a spec: its draft-model type, else 'ngram'; None for no speculation."""
     kinds = [t for t in types if t != "none"]
@@ -76,10 +90,12 @@ class CostModel(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    kind: Literal["linear-step"] = "linear-step"
-    """The model's form: decode time = decode_ms + drafted_ms[group] x drafted."""
+    kind: Literal["step-overhead", "linear-step"] = "step-overhead"
+    """The model's form: a step = decode_ms + step_ms[group] + drafted_ms[group] x drafted
+    (``"linear-step"``, older documents: no step_ms)."""
     parameters: dict[str, float]
-    """'decode_ms' and one 'drafted_ms.<group>' per group seen (milliseconds)."""
+    """'decode_ms', one 'drafted_ms.<group>' and (when fitted) one 'step_ms.<group>' per group
+    seen (milliseconds)."""
     median_abs_error: float | None = None
     """Median |predicted - measured| / measured tokens/s over the points fitted."""
     p90_abs_error: float | None = None
@@ -105,19 +121,27 @@ class CostModel(BaseModel):
             return 0.0
         return self.parameters.get(drafted_key(group))
 
-    def decode_time_ms(self, decodes: float, drafted: float, group: str | None) -> float | None:
-        """Predicted time of ``decodes`` decodes that drafted ``drafted`` tokens in all."""
+    def step_ms(self, group: str | None) -> float:
+        """What a verification step of ``group`` costs beyond a plain decode, whatever its
+        length (0: not fitted, or an older model)."""
+        return 0.0 if group is None else self.parameters.get(step_key(group), 0.0)
+
+    def decode_time_ms(
+        self, decodes: float, steps: float, drafted: float, group: str | None
+    ) -> float | None:
+        """Predicted time of ``decodes`` decodes, ``steps`` of them verification steps, that
+        drafted ``drafted`` tokens in all (None: the model has no cost for ``group``)."""
         per = self.drafted_ms(group)
         if per is None:
             return None
-        return self.decode_ms * decodes + per * drafted
+        return self.decode_ms * decodes + self.step_ms(group) * steps + per * drafted
 
     def predict_run(self, record: RunRecord, group: str | None) -> float | None:
         """Predicted tokens/s (decode rate) of a finished run, at its round's machine speed."""
         point = run_point(record, group)
         if point is None:
             return None
-        ms = self.decode_time_ms(point.decodes, point.drafted, group)
+        ms = self.decode_time_ms(point.decodes, point.steps, point.drafted, group)
         if not ms or ms <= 0:
             return None
         ms *= self.block_speed.get(str(record.round), 1.0)
@@ -126,7 +150,8 @@ class CostModel(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class CostPoint:
-    """One observation: decodes, drafted tokens, their group, and the time they took."""
+    """One observation: decodes, drafted tokens, their group, the time they took, and how many
+    of the decodes were verification steps."""
 
     decodes: float
     """Forward passes of the target."""
@@ -138,6 +163,8 @@ class CostPoint:
     """Measured time."""
     block: int = 0
     """Which stretch of time it ran in (a compare round): each gets its own machine speed."""
+    steps: float = 0.0
+    """Of the decodes, verification steps (the rest tried no draft)."""
 
 
 def run_point(record: RunRecord, group: str | None) -> CostPoint | None:
@@ -148,7 +175,8 @@ def run_point(record: RunRecord, group: str | None) -> CostPoint | None:
     if decodes <= 0:
         return None
     ms = (record.tokens - 1) / record.tokens_per_second * 1000
-    return CostPoint(decodes, record.drafted, group, ms, record.round)
+    steps = min(record.steps, decodes) if record.drafted else 0
+    return CostPoint(decodes, record.drafted, group, ms, record.round, steps)
 
 
 def fit_points(points: Sequence[CostPoint], source: Literal["runs", "decodes"]) -> CostModel | None:
@@ -190,7 +218,7 @@ BLOCK_ITERATIONS = 10
 
 def _scaled(point: CostPoint, factors: dict[int, float]) -> CostPoint:
     factor = factors.get(point.block, 1.0)
-    return CostPoint(point.decodes, point.drafted, point.group, point.ms / factor, point.block)
+    return replace(point, ms=point.ms / factor)
 
 
 def _fit_blocks(points: Sequence[CostPoint]) -> tuple[dict[str, float], dict[int, float]] | None:
@@ -233,7 +261,8 @@ def fit_runs(plan: ComparePlan, records: Iterable[RunRecord]) -> CostModel | Non
 
 def fit_decodes(decodes: Sequence[tuple[int, float]], group: str | None) -> CostModel | None:
     """The model from one run's decodes: (drafted, ms) each."""
-    return fit_points([CostPoint(1, d, group if d else None, ms) for d, ms in decodes], "decodes")
+    points = [CostPoint(1, d, group if d else None, ms, steps=1 if d else 0) for d, ms in decodes]
+    return fit_points(points, "decodes")
 
 
 def predictions(
@@ -253,30 +282,55 @@ def predictions(
 
 def _features(point: CostPoint, names: Sequence[str]) -> list[float]:
     row = [point.decodes]
+    group = point.group or ""
     for name in names[1:]:
-        row.append(point.drafted if name == drafted_key(point.group or "") else 0.0)
+        if name == drafted_key(group):
+            row.append(point.drafted)
+        elif name == step_key(group):
+            row.append(point.steps)
+        else:
+            row.append(0.0)
     return row
 
 
 def _fit(points: Sequence[CostPoint]) -> dict[str, float] | None:
-    """Weighted least squares on relative error; a group whose cost comes out negative (noise on
-    a group with little data) is refitted at zero rather than kept as a time machine."""
+    """Weighted least squares on relative error; a cost that comes out negative (noise on a
+    group with little data) is refitted at zero rather than kept as a time machine, and the
+    per-step costs are left out (0) when the points cannot tell them from the others."""
     groups = sorted({p.group for p in points if p.group is not None and p.drafted > 0})
     names = [DECODE, *(drafted_key(g) for g in groups)]
+    names += [step_key(g) for g in groups if _lengths_vary(points, g)]
     zero: set[str] = set()
     while True:
         free = [n for n in names if n not in zero]
         rows = [[v / p.ms for v in _features(p, free)] for p in points]
         theta = _least_squares(rows, [1.0] * len(points))
         if theta is None:
-            return None
+            steps = [n for n in free if n.startswith("step_ms.")]
+            if not steps:
+                return None
+            zero.update(steps)  # collinear: every step of a group drafted the same length
+            continue
         fitted = dict(zip(free, theta, strict=True))
         negative = [n for n in free[1:] if fitted[n] < 0]
         if not negative:
             if fitted[DECODE] <= 0:
                 return None
-            return {**fitted, **dict.fromkeys(zero, 0.0)}
+            # a drafted cost at zero is stated; a step cost left out is absent (step_ms() is 0)
+            kept = {n for n in zero if not n.startswith("step_ms.")}
+            return {**fitted, **dict.fromkeys(kept, 0.0)}
         zero.update(negative)
+
+
+STEP_SPREAD = 1.25
+"""A group's per-step cost is fitted only when its points' mean draft lengths (drafted per step)
+span at least this ratio: with steps all of one length it cannot be told from the drafted
+tokens' cost, and with nearly one length one odd step would decide it."""
+
+
+def _lengths_vary(points: Sequence[CostPoint], group: str) -> bool:
+    lengths = [p.drafted / p.steps for p in points if p.group == group and p.steps and p.drafted]
+    return bool(lengths) and max(lengths) >= STEP_SPREAD * min(lengths)
 
 
 def _least_squares(rows: Sequence[Sequence[float]], y: Sequence[float]) -> list[float] | None:
@@ -305,8 +359,11 @@ def _least_squares(rows: Sequence[Sequence[float]], y: Sequence[float]) -> list[
 
 
 def _predicted_ms(p: CostPoint, params: dict[str, float]) -> float:
-    per = params.get(drafted_key(p.group)) if p.group else 0.0
-    return params[DECODE] * p.decodes + (per or 0.0) * p.drafted
+    if p.group is None:
+        return params[DECODE] * p.decodes
+    per = params.get(drafted_key(p.group), 0.0)
+    step = params.get(step_key(p.group), 0.0)
+    return params[DECODE] * p.decodes + step * p.steps + per * p.drafted
 
 
 def _errors(points: Sequence[CostPoint], params: dict[str, float]) -> list[float]:
@@ -347,4 +404,5 @@ __all__ = [
     "predictions",
     "run_point",
     "spec_group",
+    "step_key",
 ]

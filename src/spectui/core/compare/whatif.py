@@ -13,8 +13,9 @@ as it was (the acceptance of a position does not depend on how long the draft be
 
 The spec-step tokens of the run (``steps + accepted``) then take ``tokens / tokens-per-step``
 steps at K', the singles stay, and the cost model (`costmodel`) prices each decode:
-tokens/s at K' = tokens after the first / (singles x c(0) + steps' x c(mean drafted')), with
-c(d) = decode_ms + drafted_ms x d. ``speedup_vs_recorded`` divides by the model's own figure at
+tokens/s at K' = tokens after the first / (singles x decode_ms + steps' x c(mean drafted')),
+with c(d) = decode_ms + step_ms + drafted_ms x d: a shorter draft takes more steps, and each
+pays the step's fixed cost again. ``speedup_vs_recorded`` divides by the model's own figure at
 the recorded K, so a bias of the model common to both cancels.
 """
 
@@ -191,7 +192,8 @@ def _rate(counts: StepCounts, model: CostModel, group: str | None, k_new: int) -
     spec_tokens = counts.steps + sum(counts.accepted)
     steps = spec_tokens / per_step
     per = model.drafted_ms(group) or 0.0
-    ms = counts.singles * model.decode_ms + steps * (model.decode_ms + per * drafted)
+    step = model.decode_ms + model.step_ms(group) + per * drafted
+    ms = counts.singles * model.decode_ms + steps * step
     return counts.tokens / (ms / 1000)
 
 

@@ -118,6 +118,8 @@ def cost_line(document: TuneDocument) -> str:
     for key, value in model.parameters.items():
         if key.startswith("drafted_ms."):
             parts.append(f"{value:.3g} ms per drafted token ({key.removeprefix('drafted_ms.')})")
+        elif key.startswith("step_ms."):
+            parts.append(f"{value:.3g} ms per step ({key.removeprefix('step_ms.')})")
     error = model.median_abs_error
     tail = f", median error {error:.0%}" if error is not None else ""
     return f"cost model: {' + '.join(parts)}{tail}; {how}"

@@ -13,8 +13,9 @@ lengthens) is the median measured over the runs of the candidate's cost group on
 number of the run. A candidate predicted from another (``Candidate.predicted_from``: the same
 type and knobs at a longer draft) takes that run's per-position acceptance truncated to its own
 draft length (`whatif`'s model: a step accepts ``1 + sum_{j<=K'} P(a >= j)`` tokens and drafts
-``min(mean drafted, K')``). Overall is the geometric mean over prompts. The interval is the
-cost model's p90 error either way: ``[s / (1 + e), s x (1 + e)]``.
+``min(mean drafted, K')``, each step paying the model's ``step_ms`` again). Overall is the
+geometric mean over prompts. The interval is the cost model's p90 error either way:
+``[s / (1 + e), s x (1 + e)]``.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def _ttfts(plan: ComparePlan, records: Sequence[RunRecord]) -> dict[tuple[str | 
 def _truncated(run: RunRecord, k_new: int, model: CostModel, group: str) -> float | None:
     """Predicted decode ms of ``run``'s text at draft length ``k_new`` (see the docstring)."""
     if run.steps == 0:
-        return model.decode_time_ms(run.tokens - 1 - run.accepted, run.drafted, group)
+        return model.decode_time_ms(run.tokens - 1 - run.accepted, 0, run.drafted, group)
     positions = run.accepted_per_position
     per_step = 1 + sum(positions[j] / run.steps for j in range(min(k_new, len(positions))))
     drafted = min(run.drafted / run.steps, float(k_new))
@@ -66,7 +67,9 @@ def _truncated(run: RunRecord, k_new: int, model: CostModel, group: str) -> floa
     per = model.drafted_ms(group)
     if per is None:
         return None
-    return singles * model.decode_ms + steps * (model.decode_ms + per * drafted)
+    return singles * model.decode_ms + steps * (
+        model.decode_ms + model.step_ms(group) + per * drafted
+    )
 
 
 def _length(candidate: Candidate) -> int | None:
@@ -109,8 +112,9 @@ def predict(
             if source and k_new is not None and group is not None:
                 ms = _truncated(run, k_new, model, group)
             else:
-                ms = model.decode_time_ms(run.tokens - 1 - run.accepted, run.drafted, group)
-            base_ms = model.decode_time_ms(base_run.tokens - 1, 0, None)
+                decodes = run.tokens - 1 - run.accepted
+                ms = model.decode_time_ms(decodes, run.steps, run.drafted, group)
+            base_ms = model.decode_time_ms(base_run.tokens - 1, 0, 0, None)
             if ms is None or base_ms is None or ms <= 0:
                 continue
             speedup = (run.tokens / (first_ms + ms)) / (base_run.tokens / (base_first + base_ms))
