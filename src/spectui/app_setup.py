@@ -38,15 +38,17 @@ def engine_dirs() -> EngineDirs:
 def request_for(
     settings: Settings, prompt: str | BuiltinPrompt, own_n_predict: int | None = None
 ) -> GenerationRequest:
-    """The request for ``prompt`` under the settings' sampling options.
+    """The request for ``prompt`` under the settings' sampling and delivery options.
 
     The one mapping from settings to a request: the TUI, `stream` and `compare` all use it, so
     the same flags send the same body. A built-in prompt brings its own length, which an explicit
     n_predict (flag, SPECTUI_N_PREDICT or the settings file) overrides.
     """
     if isinstance(prompt, BuiltinPrompt):
-        return settings.sampling.request(prompt.text, prompt.n_predict)
-    return settings.sampling.request(prompt, own_n_predict)
+        text, own_n_predict = prompt.text, prompt.n_predict
+    else:
+        text = prompt
+    return GenerationRequest.build(text, settings.sampling, settings.delivery, own_n_predict)
 
 
 def spec_from_settings(settings: Settings) -> SpecConfig:
@@ -64,7 +66,9 @@ def build_engine(settings: Settings) -> LiveEngine:
     """An engine for the settings: attach when a URL is given, else launch (checked first)."""
     dirs = engine_dirs()
     if settings.url:
-        return LiveEngine.attached(settings.url, settings.api_key, dirs=dirs)
+        return LiveEngine.attached(
+            settings.url, settings.api_key, dirs=dirs, stall_timeout_s=settings.stall_timeout_s
+        )
     binary = find_llama_server(settings.server_bin)
     caps = probe_capabilities(binary.path, dirs.caps_cache)
     model = settings.model if settings.model is not None else demo_model()
@@ -78,6 +82,7 @@ def build_engine(settings: Settings) -> LiveEngine:
         port=settings.port,
         extra_args=tuple(settings.server_args),
         dirs=dirs,
+        stall_timeout_s=settings.stall_timeout_s,
     )
 
 
@@ -144,6 +149,7 @@ def compare_setup(
         port=settings.port,
         dirs=engine_dirs(),
         resumed_binary=binary,
+        stall_timeout_s=settings.stall_timeout_s,
     )
 
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 from spectui import __version__
-from spectui.commands.common import add_sampling_flags
+from spectui.commands.common import add_generation_flags
 from spectui.commands.launch_options import add_launch_options, flag_settings
 from spectui.config import Settings, load_settings, state_dir
 from spectui.core.errors import SpectuiError
@@ -29,7 +29,7 @@ def _sampling_options(parser: argparse.ArgumentParser) -> None:
     source.add_argument(
         "--builtin", metavar="KEY", help="a built-in prompt (see `spectui prompts`)"
     )
-    add_sampling_flags(run)
+    add_generation_flags(run)
 
 
 def build_parser() -> argparse.ArgumentParser:

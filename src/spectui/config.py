@@ -23,7 +23,8 @@ from pydantic_settings import (
 from spectui.core.errors import SpectuiError
 from spectui.core.llama.client import normalize_url
 from spectui.core.llama.secrets import api_key_problem
-from spectui.core.request import Sampling
+from spectui.core.request import Delivery, Sampling
+from spectui.core.stream import DEFAULT_STALL_TIMEOUT_S
 
 APP_NAME = "spectui"
 
@@ -57,12 +58,13 @@ def config_file() -> Path:
     return Path(override) if override else config_dir() / "config.toml"
 
 
-class Settings(BaseSettings, Sampling):
+class Settings(BaseSettings, Delivery, Sampling):
     """Everything a user can set; each field is also ``SPECTUI_<NAME>`` in the environment.
 
-    The sampling options (n_predict, temperature, seed, top_k, top_p, chat, cache_prompt,
-    stall_timeout_s) are `Sampling`'s own fields, inherited, so a setting, a flag and a request
-    cannot disagree about what they mean; `sampling` hands them to the engine.
+    The sampling options (n_predict, temperature, seed, top_k, top_p) and the delivery options
+    (chat, cache_prompt) are `Sampling`'s and `Delivery`'s own fields, inherited, so a setting, a
+    flag and a request cannot disagree about what they mean; `sampling` and `delivery` hand them
+    to the engine.
     """
 
     model_config = SettingsConfigDict(env_prefix="SPECTUI_", extra="ignore", frozen=False)
@@ -99,6 +101,9 @@ class Settings(BaseSettings, Sampling):
     """Record every run into the live dir (`live_dir`), for `spectui follow --live` / `share`."""
     sessions_dir: Path = Field(default_factory=lambda: state_dir() / "sessions")
     """Where recorded sessions are written."""
+    stall_timeout_s: float = Field(default=DEFAULT_STALL_TIMEOUT_S, gt=0)
+    """Seconds without a byte from the server before a run is declared stalled (the client's
+    watchdog: every engine's runs take it)."""
 
     @field_validator("url")
     @classmethod
@@ -120,8 +125,13 @@ class Settings(BaseSettings, Sampling):
 
     @property
     def sampling(self) -> Sampling:
-        """The sampling options, as the engine takes them."""
+        """The sampling options, as a request or a compare plan takes them."""
         return Sampling.model_validate(self.model_dump(include=set(Sampling.model_fields)))
+
+    @property
+    def delivery(self) -> Delivery:
+        """The delivery options, as a request or a compare plan takes them."""
+        return Delivery.model_validate(self.model_dump(include=set(Delivery.model_fields)))
 
     @classmethod
     def settings_customise_sources(

@@ -1,5 +1,6 @@
 """One mapping from settings to a request: the TUI, `stream` and `compare` send the same body for
-the same flags and settings, for every sampling option; and the two TUI bugs it fixed."""
+the same flags and settings, for every sampling and delivery option, and hand the stall timeout
+to their engines; and the two TUI bugs it fixed."""
 
 from __future__ import annotations
 
@@ -9,17 +10,21 @@ from typing import Any
 
 import pytest
 
+from spectui.app_setup import build_engine, compare_setup
 from spectui.cli import build_parser, main, settings_from, split_extra
 from spectui.config import Settings
+from spectui.core.compare.setup import CompareSetup
+from spectui.core.llama.binary import BinaryChoice
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.prompts import builtin_prompt
-from spectui.core.request import GenerationRequest, Sampling
+from spectui.core.request import Delivery, GenerationRequest, Sampling
+from spectui.core.stream import DEFAULT_STALL_TIMEOUT_S
 from spectui.ui.apps.live import SpectuiApp
 from unit.compare_helpers import FakeSetup, ScriptedEngine
 
 from .fake_engine import FakeEngine
 
-# Every Sampling field set away from its default, on the command line.
+# Every generation setting (Sampling, Delivery, the stall timeout) away from its default.
 FLAGS = [
     "--n-predict", "33",
     "--temperature", "0.7",
@@ -32,12 +37,13 @@ FLAGS = [
 ]  # fmt: skip
 
 
-def test_every_sampling_field_has_a_flag() -> None:
-    from spectui.commands.common import SAMPLING_FLAGS
+def test_every_request_field_has_a_flag() -> None:
+    from spectui.commands.common import GENERATION_FLAGS, REQUEST_FLAGS
 
-    assert set(SAMPLING_FLAGS) == set(Sampling.model_fields)
+    assert set(REQUEST_FLAGS) == set(Sampling.model_fields) | set(Delivery.model_fields)
+    assert set(GENERATION_FLAGS) - set(REQUEST_FLAGS) == {"stall_timeout_s"}
     given = {flag for flag in FLAGS if flag.startswith("--")}
-    assert given == set(SAMPLING_FLAGS.values())
+    assert given == set(GENERATION_FLAGS.values())
 
 
 def settings_for(*argv: str) -> Settings:
@@ -110,6 +116,7 @@ async def test_tui_stream_and_compare_send_the_same_body(
     else:
         flags = FLAGS
     prompt = builtin_prompt("essay")
+    assert settings_for(*flags).stall_timeout_s == 12.5  # (the engines': see below)
     tui = await tui_request(settings_for(*flags), prompt)
     stream = await asyncio.to_thread(stream_request, monkeypatch, "--builtin", "essay", *flags)
     compared = await asyncio.to_thread(
@@ -126,7 +133,6 @@ async def test_tui_stream_and_compare_send_the_same_body(
     }
     for request in (tui, stream, *compared):
         assert request.payload() == tui.payload()
-        assert request.stall_timeout_s == 12.5
     body = tui.payload()
     assert {key: body[key] for key in expected} == expected
     assert body["messages"] == [{"role": "user", "content": prompt.text}]
@@ -146,3 +152,33 @@ async def test_tui_honours_cache_prompt() -> None:
     request = await tui_request(settings_for("--cache-prompt"), "Hello")
     assert request.cache_prompt is True
     assert request.payload()["cache_prompt"] is True
+
+
+def test_the_stall_timeout_reaches_the_engines(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The watchdog is the engine's, not the request's: `build_engine` and `compare_setup` hand
+    the setting to every `LiveEngine` they make."""
+    attached = build_engine(settings_for("--url", "http://127.0.0.1:9", "--stall-timeout", "7"))
+    assert attached.stall_timeout_s == 7.0
+    assert build_engine(settings_for("--url", "http://127.0.0.1:9")).stall_timeout_s == (
+        DEFAULT_STALL_TIMEOUT_S
+    )
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF\x03\x00\x00\x00" + bytes(24))
+    made: dict[str, Any] = {}
+
+    def prepare(**given: Any) -> CompareSetup:
+        made.update(given)
+        return CompareSetup(
+            binary=BinaryChoice(path=tmp_path / "llama-server", source="test"),
+            caps=FakeSetup().caps,
+            model=model,
+            server=given["server"],
+            stall_timeout_s=given["stall_timeout_s"],
+        )
+
+    monkeypatch.setattr("spectui.app_setup.prepare", prepare)
+    setup = compare_setup(settings_for("--stall-timeout", "7"))
+    assert made["stall_timeout_s"] == 7.0
+    assert setup.engine(SpecConfig.parse("ngram-simple")).stall_timeout_s == 7.0

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from spectui.cli import build_parser, main, settings_from, split_extra
-from spectui.commands.common import SAMPLING_FLAGS
+from spectui.commands.common import GENERATION_FLAGS
 from spectui.commands.launch_options import NOT_FLAG_SETTINGS, add_launch_options
 from spectui.commands.stream import StreamOptions
 from spectui.config import Settings
@@ -110,12 +110,12 @@ def _dests(parser: argparse.ArgumentParser) -> set[tuple[str, str]]:
     return found
 
 
-def test_the_flags_that_are_settings_are_the_server_sampling_and_theme_flags() -> None:
+def test_the_flags_that_are_settings_are_the_server_generation_and_theme_flags() -> None:
     # Settings take every flag whose destination is a Settings field (no second list of names):
     # a command's own flag must not land on a setting's name by accident.
     server = argparse.ArgumentParser()
     add_launch_options(server)
-    allowed = {a.dest for a in server._actions} | set(SAMPLING_FLAGS) | {"theme", "broadcast"}
+    allowed = {a.dest for a in server._actions} | set(GENERATION_FLAGS) | {"theme", "broadcast"}
     settings = set(Settings.model_fields) - NOT_FLAG_SETTINGS
     named = {dest for _, dest in _dests(build_parser()) if dest in settings}
     assert named <= allowed

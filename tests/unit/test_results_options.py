@@ -22,6 +22,7 @@ from spectui.commands.results import ResultsOptions
             ["compare", "--resume", "r.json", "--config", "ngram-mod", "--seed", "3"],
             "drop --config, --seed",
         ),
+        (["compare", "--resume", "r.json", "--chat", "--cache-prompt"], "drop --chat, --cache"),
         (["tune", "--url", "http://127.0.0.1:9"], "tune does not take --url"),
         (["tune", "--spec-draft-n-min", "1"], "tune does not take --spec-draft-n-min"),
         (["tune", "--resume", "t.json", "--types", "ngram-mod"], "drop --types"),
@@ -34,6 +35,17 @@ def test_refused_flags_say_so_in_one_line(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert line in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["compare", "tune"])
+def test_resume_takes_a_new_stall_timeout(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The watchdog is the engine's, not the plan's: a comparison that stalled may wait longer.
+    missing = tmp_path / "r.json"
+    assert main([command, "--resume", str(missing), "--stall-timeout", "90"]) == 2
+    err = capsys.readouterr().err
+    assert str(missing) in err and "drop" not in err and "Traceback" not in err
 
 
 def options(*argv: str) -> ResultsOptions:

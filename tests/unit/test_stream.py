@@ -123,8 +123,8 @@ async def test_stalled_stream_becomes_an_error_event() -> None:
         )
 
     async with client(httpx.MockTransport(handler)) as http:
-        request = GenerationRequest(prompt="p", stall_timeout_s=0.3)
-        events = await asyncio.wait_for(collect(StreamRun(http, BASE, request)), 10)
+        run = StreamRun(http, BASE, GenerationRequest(prompt="p"), stall_timeout_s=0.3)
+        events = await asyncio.wait_for(collect(run), 10)
     error = next(e for e in events if isinstance(e, ErrorEvent))
     assert error.kind == "stall"
     assert sum(isinstance(e, TokenEvent) for e in events) == 1

@@ -43,8 +43,8 @@ async def test_a_trickling_stream_is_not_stalled() -> None:
         )
 
     async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
-        request = GenerationRequest(prompt="p", stall_timeout_s=STALL_S)
-        got = [e async for e in StreamRun(http, BASE, request)]
+        run = StreamRun(http, BASE, GenerationRequest(prompt="p"), stall_timeout_s=STALL_S)
+        got = [e async for e in run]
     assert not [e for e in got if isinstance(e, ErrorEvent)]
     assert isinstance(got[-1], SummaryEvent)
     assert sum(isinstance(e, TokenEvent) for e in got) >= 4

@@ -1,4 +1,4 @@
-"""Pieces the commands share: the prompt and the sampling flags of the command line."""
+"""Pieces the commands share: the prompt and the generation flags of the command line."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def positive(text: str) -> int:
     return value
 
 
-SAMPLING_FLAGS: dict[str, str] = {
+REQUEST_FLAGS: dict[str, str] = {
     "n_predict": "--n-predict",
     "temperature": "--temperature",
     "seed": "--seed",
@@ -77,15 +77,19 @@ SAMPLING_FLAGS: dict[str, str] = {
     "top_p": "--top-p",
     "chat": "--chat",
     "cache_prompt": "--cache-prompt",
-    "stall_timeout_s": "--stall-timeout",
 }
-"""Every `Sampling` field and its flag; the flags' destinations are the field names, so the
+"""Every `Sampling` and `Delivery` field and its flag: what a request carries besides its prompt,
+and so what a compare or tune plan fixes. The flags' destinations are the field names, so the
 settings take them as they are."""
 
+GENERATION_FLAGS: dict[str, str] = {**REQUEST_FLAGS, "stall_timeout_s": "--stall-timeout"}
+"""Every flag `add_generation_flags` adds: the request's, and the client's stall watchdog (a
+setting the engine takes; a plan does not fix it)."""
 
-def add_sampling_flags(group: argparse._ArgumentGroup) -> None:
-    """The flags of every `Sampling` field, the same for the TUI, `stream` and `compare`."""
-    flag = SAMPLING_FLAGS
+
+def add_generation_flags(group: argparse._ArgumentGroup) -> None:
+    """The generation flags, the same for the TUI, `stream`, `compare` and `tune`."""
+    flag = GENERATION_FLAGS
     group.add_argument(
         flag["n_predict"], type=positive, metavar="N",
         help="maximum tokens to generate (default: the prompt's own, else 256)",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spectui.app_setup import compare_setup, recorder
-from spectui.commands.common import SAMPLING_FLAGS, add_sampling_flags, positive
+from spectui.commands.common import REQUEST_FLAGS, add_generation_flags, positive
 from spectui.commands.compare_view import LiveView, print_final
 from spectui.commands.results import ResultsOptions, resumed_setup
 from spectui.config import Settings, state_dir
@@ -47,7 +47,7 @@ class CompareUsageError(SpectuiError):
 def add_compare_options(parser: argparse.ArgumentParser) -> None:
     """The compare-specific flags (launch options come from the shared group)."""
     group = parser.add_argument_group("compare")
-    add_sampling_flags(parser.add_argument_group("generation (the same for every run)"))
+    add_generation_flags(parser.add_argument_group("generation (the same for every run)"))
     group.add_argument(
         "--config",
         action="append",
@@ -131,7 +131,7 @@ _PLAN_FLAGS = {
     "configs": "--config",
     "prompts": "--prompts",
     "reps": "--reps",
-    **SAMPLING_FLAGS,
+    **REQUEST_FLAGS,
     "ctx_size": "--ctx-size",
 }
 _REFUSED = {
@@ -162,6 +162,7 @@ def _new_document(
         prompts=prompts,
         reps=options.reps or DEFAULT_REPS,
         sampling=sampling,
+        delivery=settings.delivery,
         memory_budget=budget,
         identical_answers=options.identical_answers,
     )

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from spectui.app_setup import compare_setup
-from spectui.commands.common import SAMPLING_FLAGS, add_sampling_flags
+from spectui.commands.common import REQUEST_FLAGS, add_generation_flags
 from spectui.commands.launch_options import add_launch_options
 from spectui.commands.results import ResultsOptions, resumed_setup
 from spectui.config import Settings, state_dir
@@ -62,7 +62,7 @@ def add_tune_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
         argument_default=argparse.SUPPRESS,
     )
     add_launch_options(tune)
-    add_sampling_flags(tune.add_argument_group("generation (the same for every run)"))
+    add_generation_flags(tune.add_argument_group("generation (the same for every run)"))
     group = tune.add_argument_group("tune")
     group.add_argument(
         "--prompts", metavar="SET", help="'builtin' (default), 'builtin:KEY,KEY', or a prompt file"
@@ -126,7 +126,7 @@ _PLAN_FLAGS = {
     "types": "--types",
     "grid": "--grid",
     "memory_budget": "--memory-budget",
-    **SAMPLING_FLAGS,
+    **REQUEST_FLAGS,
     "ctx_size": "--ctx-size",
     "draft_model": "--draft-model",
 }
@@ -163,6 +163,7 @@ def _new(settings: Settings, options: TuneOptions) -> tuple[TuneDocument, Compar
         setup,
         prompts=load_prompts(options.prompts or "builtin", settings.sampling.n_predict),
         sampling=settings.sampling,
+        delivery=settings.delivery,
         budget=budget,
         budget_s=options.budget or DEFAULT_BUDGET_S,
         types=types,

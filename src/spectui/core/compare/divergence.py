@@ -141,7 +141,7 @@ def probe_request(plan: ComparePlan, record: RunRecord, baseline_text: str) -> P
     return ProbeRequest(
         prompt=plan.prompt(record.prompt).text,
         prefix=baseline_text[: d.token_start],
-        chat=plan.sampling.chat,
+        chat=plan.delivery.chat,
     )
 
 

@@ -188,7 +188,7 @@ def _cell(text: str) -> str:
 
 def _header(document: CompareDocument) -> list[str]:
     plan = document.plan
-    s = plan.sampling
+    s, d = plan.sampling, plan.delivery
     lengths = ", ".join(f"{p.key} {p.n_predict}" for p in plan.prompts)
     done = len(document.runs)
     total = len(plan.jobs())
@@ -200,8 +200,8 @@ def _header(document: CompareDocument) -> list[str]:
         f"- binary: `{document.binary.path}` ({document.binary.version or 'unknown version'})",
         f"- model: `{document.model.path}`" + (f" ({fmt_mib(size)})" if size else ""),
         f"- sampling: temperature {s.temperature:g}, seed {s.seed}, n_predict {lengths}, "
-        f"{'chat' if s.chat else 'completion'} endpoint, prompt cache "
-        f"{'on' if s.cache_prompt else 'off'}; ctx size {document.server.ctx_size}",
+        f"{'chat' if d.chat else 'completion'} endpoint, prompt cache "
+        f"{'on' if d.cache_prompt else 'off'}; ctx size {document.server.ctx_size}",
         "- fairness: the same binary, model, ctx size, sampling, seed and n_predict for every "
         "run; only the spec config differs. Rounds alternate the configs "
         f"({plan.reps} rounds, baseline first), with one uncounted warm-up per config.",

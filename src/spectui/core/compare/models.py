@@ -9,15 +9,15 @@ per config. Each config's first start also gets one uncounted warm-up run (round
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from spectui.core.compare.budget import MemoryBudget
 from spectui.core.compare.checkers import Checker
 from spectui.core.compare.textdiff import Divergence
 from spectui.core.llama.specconfig import SpecConfig
-from spectui.core.request import GenerationRequest, Sampling
+from spectui.core.request import Delivery, GenerationRequest, Sampling
 
 BASELINE = "none"
 """Name of the baseline config: no speculation."""
@@ -84,8 +84,22 @@ class CompareJob(BaseModel):
     """Index of the server start this run belongs to (one per config per round)."""
 
 
+def delivery_out_of_sampling(data: Any) -> Any:
+    """``data`` (a plan, or a document's copies of it) with the options a file written before
+    `Delivery` kept in ``sampling`` moved to ``delivery`` (chat, cache_prompt), and the stall
+    watchdog (``stall_timeout_s``, now the engine's and not the plan's) dropped."""
+    if not isinstance(data, dict) or not isinstance(old := data.get("sampling"), dict):
+        return data
+    moved = {key: old[key] for key in Delivery.model_fields if key in old}
+    if not moved and "stall_timeout_s" not in old:
+        return data
+    kept = {k: v for k, v in old.items() if k not in moved and k != "stall_timeout_s"}
+    delivery = data.get("delivery")
+    return {**data, "sampling": kept, "delivery": {**moved, **(delivery or {})}}
+
+
 class ComparePlan(BaseModel):
-    """Configs × prompts × repetitions, and the sampling shared by all runs."""
+    """Configs × prompts × repetitions, and the sampling and delivery shared by all runs."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -99,6 +113,8 @@ class ComparePlan(BaseModel):
     """One uncounted warm-up run (first prompt) at each config's first start."""
     sampling: Sampling = Sampling()
     """Sampling parameters of every run."""
+    delivery: Delivery = Delivery()
+    """How every run's request is sent (endpoint, prompt cache)."""
     memory_budget: MemoryBudget = MemoryBudget()
     """Extra peak memory over the baseline a config may cost before it is dropped for it."""
     identical_answers: bool = False
@@ -107,6 +123,12 @@ class ComparePlan(BaseModel):
     active: tuple[tuple[str, ...], ...] | None = None
     """Per round (1..reps), the config names that run in it (None: every config, every round).
     `tune` races candidates: losers leave the schedule, the baseline stays in every round."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_sampling(cls, data: Any) -> Any:
+        # Results files written before `Delivery` still resume and load.
+        return delivery_out_of_sampling(data)
 
     def config(self, name: str) -> CompareConfig:
         """The config called ``name``."""
@@ -169,7 +191,7 @@ class ComparePlan(BaseModel):
 
     def request(self, prompt: ComparePrompt) -> GenerationRequest:
         """The request of every run of ``prompt``."""
-        return self.sampling.request(prompt.text, prompt.n_predict)
+        return GenerationRequest.build(prompt.text, self.sampling, self.delivery, prompt.n_predict)
 
 
 class RunRecord(BaseModel):

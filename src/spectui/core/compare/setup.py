@@ -26,6 +26,7 @@ from spectui.core.llama.binary import (
 )
 from spectui.core.llama.gguf import check_gguf
 from spectui.core.llama.specconfig import SpecConfig
+from spectui.core.stream import DEFAULT_STALL_TIMEOUT_S
 
 
 class CompareSetupError(SpectuiError):
@@ -37,7 +38,9 @@ class CompareSetupError(SpectuiError):
 
 @dataclass(frozen=True)
 class CompareSetup:
-    """The fixed part of every run: binary, its capabilities, model, launch options."""
+    """The fixed part of every run: binary, its capabilities, model, launch options; and the
+    stall watchdog of its engines (`LiveEngine`), which the plan does not fix: a resumed
+    comparison may wait longer than the first invocation did."""
 
     binary: BinaryChoice
     caps: Capabilities
@@ -46,6 +49,7 @@ class CompareSetup:
     host: str = "127.0.0.1"
     port: int | None = None
     dirs: EngineDirs = field(default_factory=EngineDirs)
+    stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S
 
     @property
     def binary_info(self) -> BinaryInfo:
@@ -75,6 +79,7 @@ class CompareSetup:
             port=self.port,
             extra_args=tuple(self.server.extra_args),
             dirs=self.dirs,
+            stall_timeout_s=self.stall_timeout_s,
         )
 
 
@@ -87,6 +92,7 @@ def prepare(
     port: int | None = None,
     dirs: EngineDirs | None = None,
     resumed_binary: Path | None = None,
+    stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S,
 ) -> CompareSetup:
     """Find and check the binary and model (``resumed_binary``: a resumed file's, used unless
     ``server_bin`` names another)."""
@@ -113,6 +119,7 @@ def prepare(
         host=host,
         port=port,
         dirs=dirs,
+        stall_timeout_s=stall_timeout_s,
     )
 
 

@@ -13,9 +13,16 @@ import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Literal, TypeVar
+from typing import IO, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_serializer,
+    model_validator,
+)
 
 from spectui import __version__
 from spectui.core.compare.costmodel import CostModel, fit_runs, predictions
@@ -24,6 +31,7 @@ from spectui.core.compare.models import (
     CompareSessionInfo,
     RunRecord,
     ServerStart,
+    delivery_out_of_sampling,
 )
 from spectui.core.compare.verdict import SummaryRow, annotate, report_rows
 from spectui.core.errors import SpectuiError, read_bytes
@@ -112,6 +120,8 @@ class CompareDocument(BaseModel):
     """Launch options shared by every config."""
     sampling: dict[str, object] = Field(default_factory=dict)
     """Sampling parameters (a copy of the plan's, for readers)."""
+    delivery: dict[str, object] = Field(default_factory=dict)
+    """How every request was sent (a copy of the plan's, for readers)."""
     plan: ComparePlan
     """Configs, prompts (with checkers), repetitions and sampling: what --resume continues."""
     configs: list[dict[str, object]] = Field(default_factory=list)
@@ -128,6 +138,12 @@ class CompareDocument(BaseModel):
     """How the server was restarted between configs and rounds, in one sentence."""
     cost_model: CostModel | None = None
     """Step cost fitted on every counted run (`costmodel`); None until runs can fix it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_sampling(cls, data: Any) -> Any:
+        # The copies of a file written before `Delivery`, in the plan's new shape.
+        return delivery_out_of_sampling(data)
 
     @classmethod
     def new(
@@ -147,6 +163,7 @@ class CompareDocument(BaseModel):
             model=model,
             server=server,
             sampling=plan.sampling.model_dump(mode="json"),
+            delivery=plan.delivery.model_dump(mode="json"),
             plan=plan,
             configs=[
                 c.model_dump(mode="json", include={"name", "label", "args"}) for c in plan.configs

@@ -27,6 +27,7 @@ from spectui.core.llama.memory import MemorySampler
 from spectui.core.llama.server import LaunchConfig, ManagedServer
 from spectui.core.llama.specconfig import SYNTH_LEN_FLAG, SpecConfig
 from spectui.core.request import GenerationRequest
+from spectui.core.stream import DEFAULT_STALL_TIMEOUT_S
 from spectui.core.stream.run import StreamRun
 
 # An error-level line of llama-server's log: 'M.SS.mmm.uuu E module  function: message'.
@@ -65,12 +66,13 @@ def launch_engine(
     port: int | None = None,
     extra_args: tuple[str, ...] = (),
     dirs: EngineDirs | None = None,
+    stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S,
 ) -> LiveEngine:
     """A (not yet started) engine that launches ``binary`` with ``model`` and ``spec``.
 
     Everything that can be checked before a process starts is checked here (model and draft
     model files, the spec and the extra arguments against this binary's ``--help``), so a bad
-    input costs one line, not a half-started server.
+    input costs one line, not a half-started server. ``stall_timeout_s``: see `LiveEngine`.
     """
     check_gguf(model)
     if spec.draft_model is not None:
@@ -87,11 +89,16 @@ def launch_engine(
     )
     config.argv(caps, port=config.port or 0)  # rejects bad extra args now, not at launch
     dirs = dirs or EngineDirs()
-    return LiveEngine(ManagedServer(config, caps, log_dir=dirs.logs), caps=caps, dirs=dirs)
+    server = ManagedServer(config, caps, log_dir=dirs.logs)
+    return LiveEngine(server, caps=caps, dirs=dirs, stall_timeout_s=stall_timeout_s)
 
 
 class LiveEngine:
-    """One llama-server and the runs streamed from it; implements `Engine`."""
+    """One llama-server and the runs streamed from it; implements `Engine`.
+
+    ``stall_timeout_s``: every run's stall watchdog (`StreamRun`), seconds without a byte from
+    the server before the run ends with a 'stall' error.
+    """
 
     def __init__(
         self,
@@ -101,8 +108,10 @@ class LiveEngine:
         url: str | None = None,
         api_key: SecretStr | None = None,
         dirs: EngineDirs | None = None,
+        stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S,
     ) -> None:
         self._server = server
+        self.stall_timeout_s = stall_timeout_s
         self._dirs = dirs or EngineDirs()
         self._caps = caps
         self._attach_url = url
@@ -115,10 +124,14 @@ class LiveEngine:
 
     @classmethod
     def attached(
-        cls, url: str, api_key: SecretStr | None = None, dirs: EngineDirs | None = None
+        cls,
+        url: str,
+        api_key: SecretStr | None = None,
+        dirs: EngineDirs | None = None,
+        stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S,
     ) -> LiveEngine:
         """An engine for a server someone else started."""
-        return cls(None, url=url, api_key=api_key, dirs=dirs)
+        return cls(None, url=url, api_key=api_key, dirs=dirs, stall_timeout_s=stall_timeout_s)
 
     # -- what the UI reads ---------------------------------------------------------------------
 
@@ -309,7 +322,13 @@ class LiveEngine:
             return
         pid = self._server.pid if self._server is not None else self.info.pid
         memory = MemorySampler(pid) if pid is not None else None
-        run = StreamRun(self._client.http, self._client.base_url, request, memory=memory)
+        run = StreamRun(
+            self._client.http,
+            self._client.base_url,
+            request,
+            memory=memory,
+            stall_timeout_s=self.stall_timeout_s,
+        )
         self._current = run
         yield ServerStateEvent(state=ServerState.GENERATING)
         broken = False

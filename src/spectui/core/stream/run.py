@@ -36,6 +36,7 @@ from spectui.core.llama.memory import MemorySampler
 from spectui.core.llama.protocol import Timings
 from spectui.core.llama.transport import AsyncioStream
 from spectui.core.request import GenerationRequest
+from spectui.core.stream import DEFAULT_STALL_TIMEOUT_S
 from spectui.core.stream.attribution import Attributor, ChunkCounters
 from spectui.core.stream.dialects import EndpointKind, reported_error, typed_chunk
 from spectui.core.stream.metrics import MetricsTracker
@@ -128,7 +129,12 @@ the messages, the wake-ups): at 0.1 s a 50 tok/s run cost it ~6 % of a core, at 
 
 
 class StreamRun:
-    """One streamed generation. Iterate it once; `cancel()` stops it early with a summary."""
+    """One streamed generation. Iterate it once; `cancel()` stops it early with a summary.
+
+    ``stall_timeout_s`` is the client's watchdog: seconds without a byte from the server before
+    the run ends with a 'stall' error. It is how long this client waits, not what it asks for, so
+    it is the runner's, not the request's.
+    """
 
     def __init__(
         self,
@@ -137,6 +143,7 @@ class StreamRun:
         request: GenerationRequest,
         *,
         memory: MemorySampler | None = None,
+        stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S,
         clock: Callable[[], float] = time.monotonic,
         metrics_interval_s: float = 0.1,
         memory_interval_s: float = 0.5,
@@ -146,6 +153,7 @@ class StreamRun:
         self._url = base_url.rstrip("/") + request.endpoint
         self._request = request
         self._memory = memory
+        self._stall = stall_timeout_s
         self._clock = clock
         self._metrics_interval = metrics_interval_s
         self._memory_interval = memory_interval_s
@@ -194,7 +202,7 @@ class StreamRun:
         except TimeoutError:
             self._fail(
                 put,
-                f"the server sent nothing for {self._request.stall_timeout_s:g} s (stalled stream)",
+                f"the server sent nothing for {self._stall:g} s (stalled stream)",
                 "stall",
             )
         except AuthError as error:
@@ -221,7 +229,7 @@ class StreamRun:
 
     async def _stream(self, put: Callable[[EngineEvent | object], None]) -> None:
         timeout = httpx.Timeout(connect=10.0, read=None, write=10.0, pool=10.0)
-        stall = self._request.stall_timeout_s
+        stall = self._stall
         # Moving the watchdog costs a timer handle; per chunk that was a fifth of the pipeline.
         # It moves at most every `slack` seconds, to `slack` past the stall limit, so it never
         # fires before `stall` seconds of silence and at most `slack` after.

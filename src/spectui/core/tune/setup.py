@@ -17,7 +17,7 @@ from spectui.core.compare.store import CompareDocument
 from spectui.core.errors import SpectuiError
 from spectui.core.llama.binary import help_text
 from spectui.core.llama.gguf_meta import architecture, gguf_metadata, mtp_layers
-from spectui.core.request import Sampling
+from spectui.core.request import Delivery, Sampling
 from spectui.core.tune.models import TuneDocument
 from spectui.core.tune.runner import new_document
 from spectui.core.tune.space import Candidate, ModelFacts, Skipped, build_space, mark_predicted
@@ -79,6 +79,7 @@ def new_tune(
     *,
     prompts: tuple[ComparePrompt, ...],
     sampling: Sampling,
+    delivery: Delivery | None = None,
     budget: MemoryBudget,
     budget_s: float,
     types: Sequence[str] | None,
@@ -89,7 +90,8 @@ def new_tune(
 ) -> TuneDocument:
     """A tune document for round 1: every candidate of the space, once per prompt (``whatif``:
     but those predicted from a longer draft of the same type and knobs; ``identical_answers``:
-    the strict answer rule, any changed answer drops a candidate)."""
+    the strict answer rule, any changed answer drops a candidate; ``delivery``: None, the
+    defaults)."""
     facts = model_facts(setup.model, draft_model)
     candidates, skipped = build_space(setup.caps, help_text(setup.binary.path), facts, types)
     if defaults_only:
@@ -118,6 +120,7 @@ def new_tune(
         prompts=prompts,
         reps=1,
         sampling=sampling,
+        delivery=delivery or Delivery(),
         memory_budget=budget,
         active=None if len(first) == len(kept) else (first,),
         identical_answers=identical_answers,
