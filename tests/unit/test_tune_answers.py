@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from spectui.core.compare.checkers import Checker
 from spectui.core.tune.models import TuneDocument
 from spectui.core.tune.runner import TuneFinished, TuneRunner, new_document
 
@@ -15,8 +16,9 @@ SPEEDS = {"ngram-simple": 500.0, "ngram-mod": 1500.0}
 """ngram-simple is 2x the baseline but changes its answer at a near-tie."""
 
 
-def _tune(strict: bool = False) -> TuneDocument:
-    p = plan(("none", "ngram-simple", "ngram-mod"), ("a",), reps=1)
+def _tune(strict: bool = False, checker: Checker | None = None) -> TuneDocument:
+    checks = {"a": checker} if checker is not None else None
+    p = plan(("none", "ngram-simple", "ngram-mod"), ("a",), reps=1, checks=checks)
     p = p.model_copy(update={"identical_answers": strict})
     return new_document(document(p), budget_s=600.0, launch=["llama-server"], skipped=[], space=[])
 
@@ -52,3 +54,20 @@ async def test_identical_answers_drops_the_same_change(tmp_path: Path) -> None:
     )
     result = {c.config: c for c in doc.candidates}["ngram-simple"].results["a"]
     assert result.verdict != "keep"
+
+
+async def test_a_change_the_checker_passes_stays_in_the_race(tmp_path: Path) -> None:
+    """Unprobed, the change would be divergent; the prompt's own checker vouches for it."""
+    engine = _engine()
+    tune = _tune(checker=Checker(regex=r"answer to a is (?i:forty two)"))
+    doc = await _final(TuneRunner(engine, tune, outputs=[tmp_path / "t.json"], probe=None))
+    candidate = {c.config: c for c in doc.candidates}["ngram-simple"]
+    assert candidate.out_after is None
+    assert candidate.results["a"].verdict == "keep"
+
+
+async def test_identical_answers_puts_a_vouched_change_out(tmp_path: Path) -> None:
+    engine = _engine()
+    tune = _tune(strict=True, checker=Checker(regex=r"answer to a is (?i:forty two)"))
+    doc = await _final(TuneRunner(engine, tune, outputs=[tmp_path / "t.json"], probe=None))
+    assert {c.config: c for c in doc.candidates}["ngram-simple"].out_after == 1

@@ -12,7 +12,9 @@ active` says who runs in it), run by `CompareRunner`, each candidate's prompts o
 
 After each round:
 
-- a candidate that failed, changed an answer or failed a checker on any prompt is out;
+- a candidate that failed, failed a checker or changed an answer the rule does not accept (no
+  checker passed it and the baseline was sure there; any change with ``--identical-answers``) on
+  any prompt is out;
 - per prompt, candidates dropped there (slower beyond the noise, or over the memory budget) are
   out of that prompt's race; the rest are ranked by median paired speedup and, while more than
   `FINALISTS` remain, only the better half (at least `FINALISTS`) goes on;
@@ -52,13 +54,16 @@ def last_active(plan: ComparePlan) -> tuple[str, ...]:
     return tuple(n for n in names if n in plan.active[plan.reps - 1])
 
 
-def _faulty(row: SummaryRow) -> bool:
-    """Failed runs, a changed answer or a failed checker: not a speed question."""
+def _faulty(row: SummaryRow, strict: bool) -> bool:
+    """Failed runs, a changed answer the rule does not accept, or a failed checker: not a speed
+    question. ``strict`` (``--identical-answers``): every changed answer."""
     return (
         row.verdict == "failed"
         or (row.verdict == "drop" and row.speed_call != "slower" and not _over_budget(row))
-        # A change at a near-tie is a caveat the rule shows, not a fault (`compare.rule`).
-        or row.compared > row.identical + row.near_tie_changes
+        # As `compare.rule` judges it: a change at a near-tie is a caveat, and one the prompt's
+        # checker passed is correct by the prompt's own test; neither puts a candidate out.
+        or row.divergent_changes > 0
+        or (strict and row.compared > row.identical)
     )
 
 
@@ -102,7 +107,8 @@ def next_round(
         return None
     by = {(r.config, r.prompt): r for r in rows}
     if plan.reps == 1 and predicted:
-        faulty = {r.config for r in rows if r.config in predicted and r.runs and _faulty(r)}
+        strict = plan.identical_answers
+        faulty = {r.config for r in rows if r.config in predicted and r.runs and _faulty(r, strict)}
         chosen = contenders(predicted, faulty)
         if chosen:
             return chosen
@@ -110,7 +116,11 @@ def next_round(
     names = tuple(
         n
         for n in names
-        if not any(_faulty(by[(n, p.key)]) for p in plan.prompts if (n, p.key) in by)
+        if not any(
+            _faulty(by[(n, p.key)], plan.identical_answers)
+            for p in plan.prompts
+            if (n, p.key) in by
+        )
     )
     keep: set[str] = set()
     for prompt in plan.prompts:
