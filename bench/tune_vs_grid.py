@@ -3,6 +3,7 @@ config of an exhaustive grid (`spectui compare` of every candidate of the same s
 on the built-in prompts, with Gemma 3 270M on this machine.
 
     python bench/tune_vs_grid.py [--budget 10m] [--reps 3] [--n-predict 64] [--types T,T]
+        [--tune-only | --report-only]
 
 Ratios of one run (`ratios`): tune's overall pick over the grid's best config judged by tune's own
 rule (a divergent changed answer, a failed checker or run puts a config out; goal >= 0.95), the
@@ -43,10 +44,25 @@ def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else 0.0
 
 
-def _put_out(row: dict[str, Any]) -> bool:
-    if "divergent_changes" not in row:
+def _last_grid_seconds() -> float:
+    """The grid's wall time in the last full run's report (NaN when there is none)."""
+    try:
+        seconds = json.loads((RESULTS / "tune_vs_grid.json").read_text())["grid"]["seconds"]
+    except (OSError, KeyError, ValueError):
+        return float("nan")
+    return float(seconds) if seconds is not None else float("nan")
+
+
+def _put_out(row: dict[str, Any], base: dict[str, Any]) -> bool:
+    """Whether tune's rule puts the row's config out (``base``: the baseline's row of the same
+    prompt; a checker the baseline fails too is no fault of the config)."""
+    if "divergent_changes" not in row:  # a file from before the rule: any change
         return bool(row["compared"] > row["identical"] or row["failed"])
-    return bool(row["divergent_changes"] or row.get("check_failures") or row["failed"])
+    return bool(
+        row["divergent_changes"]
+        or row["failed"] > base["failed"]
+        or row.get("check_failures", 0) > base.get("check_failures", 0)
+    )
 
 
 def main() -> int:
@@ -59,15 +75,20 @@ def main() -> int:
     parser.add_argument(
         "--report-only", action="store_true", help="recompute the comparison from the last files"
     )
+    parser.add_argument(
+        "--tune-only",
+        action="store_true",
+        help="run tune again against the last grid (its wall time from the last report)",
+    )
     args = parser.parse_args()
     RESULTS.mkdir(exist_ok=True)
     common = ["--n-predict", args.n_predict, "--ctx-size", "1024"]
     tune_out, grid_out = RESULTS / "tune_vs_grid.tune.json", RESULTS / "tune_vs_grid.grid.json"
     if args.report_only:
         tune, grid = json.loads(tune_out.read_text()), json.loads(grid_out.read_text())
-        tune_s, grid_s = tune["elapsed_s"], float("nan")
+        tune_s, grid_s = tune["elapsed_s"], _last_grid_seconds()
         return _report(tune, grid, tune_s, grid_s)
-    for path in (tune_out, grid_out):
+    for path in (tune_out,) if args.tune_only else (tune_out, grid_out):
         path.unlink(missing_ok=True)
     types = ["--types", args.types] if args.types else []
     tune_s = _spectui(
@@ -75,6 +96,8 @@ def main() -> int:
         "--no-chart", *types, *common, "--", "--no-warmup",
     )  # fmt: skip
     tune = json.loads(tune_out.read_text())
+    if args.tune_only:
+        return _report(tune, json.loads(grid_out.read_text()), tune_s, _last_grid_seconds())
     configs = [c["text"] for c in tune["space"]]
     config_args = [a for c in configs for a in ("--config", c)]
     grid_s = _spectui(
@@ -98,7 +121,12 @@ def _report(tune: dict[str, Any], grid: dict[str, Any], tune_s: float, grid_s: f
     best = max(scores, key=lambda c: scores[c])
     # Judged by tune's own rule: a divergent change, a failed checker or a failed run puts a
     # config out; a change at a near-tie is a caveat (a file from before the rule: any change).
-    faulty = {r["config"] for r in grid["summary"] if _put_out(r)}
+    base = {r["prompt"]: r for r in grid["summary"] if r["config"] == "none"}
+    faulty = {
+        r["config"]
+        for r in grid["summary"]
+        if r["config"] != "none" and _put_out(r, base[r["prompt"]])
+    }
     clean = max((c for c in scores if c not in faulty), key=lambda c: scores[c], default=None)
     winner = (tune["winners"].get("overall") or {}).get("config")
     in_race = [c for c in tune["candidates"] if c["out_after"] is None]
