@@ -48,9 +48,9 @@ test: setup
 	$(PY) -m pytest
 	SPECTUI_STOCK=1 $(PY) -m pytest $(STOCK_TESTS)
 
-# The developer's loop: no llama-server (tests marked `server` are deselected), on every core.
+# The developer's loop: no llama-server, no browser (`server`, `browser` deselected), every core.
 test-fast: setup
-	$(PY) -m pytest -m "not server" -n auto
+	$(PY) -m pytest -m "not server and not browser" -n auto
 
 # Redraw the SVG snapshots after a deliberate change to the screen; look at the report first.
 snapshots: setup

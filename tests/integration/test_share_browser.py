@@ -33,6 +33,8 @@ import pytest
 
 from unit.sessions import record_capture
 
+pytestmark = pytest.mark.browser
+
 ROOT = Path(__file__).resolve().parents[2]
 GIVE_UP_S = 90.0
 """A hang guard only: every wait ends as soon as its state is reached."""
