@@ -22,7 +22,6 @@ from spectui.commands.tune import load_tune
 from spectui.config import Settings
 from spectui.core.compare.budget import resolve_budget
 from spectui.core.compare.prompt_files import load_prompts
-from spectui.core.compare.stats import TOO_NOISY
 from spectui.core.compare.store import ServerOptions
 from spectui.core.request import Sampling
 from spectui.core.tune.models import TuneDocument
@@ -47,10 +46,6 @@ N_PREDICT = 64
 STOP_AFTER = 5
 """Runs before the simulated interruption (in round 1, mid-way through a config's block)."""
 FLAGS = ["--n-predict", str(N_PREDICT), "--ctx-size", "1024"]
-
-
-def _noise(document: TuneDocument) -> float:
-    return max((r.noise_floor or 0.0) for r in document.compare.summary)
 
 
 async def _interrupted(gemma_model: Path, llama_binary: Path, out: Path) -> TuneDocument:
@@ -112,14 +107,12 @@ async def test_tune_interrupted_then_resumed(
     assert "leaderboard: table-row" in result.stdout
     assert watch.samples > 0 and watch.most == 1
 
-    if _noise(doc) > TOO_NOISY:
-        pytest.skip(f"the baseline swung ±{_noise(doc):.0%} between rounds: too noisy to judge")
-    table = doc.winners["table-row"]
-    assert table is not None and table.config.startswith("ngram-"), doc.settled
-    assert (
-        table.args[-2:] == ["--spec-type", table.config.split()[0]] or "--spec-type" in table.args
-    )
-    assert doc.winners["json-rewrite"] is None, doc.settled
+    # Who wins is a verdict from real timings (the rule is tested on recorded runs, in
+    # tests/unit); what a winner carries is not: its config and the launch that measured it.
+    for winner in doc.winners.values():
+        if winner is not None:
+            assert winner.config.startswith("ngram-"), doc.settled
+            assert "--spec-type" in winner.args
 
 
 def test_a_tight_budget_stops_the_race_and_says_what_is_open(
@@ -128,7 +121,8 @@ def test_a_tight_budget_stops_the_race_and_says_what_is_open(
     out = tmp_path / "t.json"
     result = spectui(
         "tune", "--model", str(gemma_model), "--server-bin", str(llama_binary),
-        "--prompts", "builtin:table-row", "--types", "ngram-mod", "--budget", "25s",
+        # 3 s: no machine finishes this race in it, so the budget, not the speed, ends it.
+        "--prompts", "builtin:table-row", "--types", "ngram-mod", "--budget", "3s",
         "--json", str(out), "--no-chart", *FLAGS, "--", "--no-warmup",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -136,8 +130,10 @@ def test_a_tight_budget_stops_the_race_and_says_what_is_open(
     assert doc.stopped == "budget" and not doc.complete
     # Each step must fit in what is left, by the median so far: only a step slower than that
     # (a neighbour's load) can overrun, and by no more than itself.
+    # A step is a run, or a server start and its run (the first one too: 3 s fit nothing).
     slowest = max((r.total_ms or 0) / 1000 for r in doc.compare.runs)
-    assert doc.elapsed_s <= 25 + slowest
+    slowest += max((s.seconds or 0) for s in doc.compare.server_starts)
+    assert doc.elapsed_s <= 3 + slowest
     assert "budget spent" in result.stdout
     assert "not settled" in " ".join(doc.settled) or doc.winners["table-row"] is not None
     assert "the budget ran out" in result.stderr and "--resume" in result.stderr
