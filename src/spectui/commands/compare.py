@@ -190,9 +190,9 @@ async def _compare(settings: Settings, args: argparse.Namespace) -> int:
             document = document.model_copy(
                 update={"plan": document.plan.model_copy(update={"identical_answers": True})}
             )
+        setup = resumed_setup(settings, document, resume, compare_setup)  # refusals first
         if document.complete:
             print(f"spectui: {resume} is already complete; nothing to resume", file=sys.stderr)
-        setup = resumed_setup(settings, document, resume, compare_setup)
     else:
         budget = resolve_budget(options.memory_budget)  # a bad one: first
         setup = compare_setup(settings)
