@@ -11,6 +11,7 @@ line (neighbours' load), the structure is still checked but the winners are not.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -163,3 +164,58 @@ def test_a_bad_budget_is_refused_by_the_parser() -> None:
     result = spectui("tune", "--budget", "soon")
     assert result.returncode == 2
     assert "a duration is like 10m" in result.stderr
+
+
+async def test_round_one_replays_the_candidates_a_checked_replica_covers(
+    gemma_model: Path, llama_binary: Path, tmp_path: Path, watch: ServerWatch
+) -> None:
+    """ngram-simple's defaults run; its other 5 points are replayed over the baseline's tokens
+    (`tune.replays`). Nothing here depends on speed: the token ids, the prompts' tokens from the
+    server, the replica matching the real runs exactly, and who ran in round one."""
+    from spectui.commands.compare import divergence_prober
+    from spectui.core.tune.replays import check_replicas, replay_start, server_slots
+    from spectui.core.tune.runner import RoundPlanned
+
+    out = tmp_path / "t.json"
+    settings = Settings(model=gemma_model, server_bin=llama_binary)
+    setup = compare_setup(settings, server=ServerOptions(ctx_size=1024, extra_args=list(FAST)))
+    document = new_tune(
+        setup,
+        prompts=load_prompts("builtin:table-row,essay", N_PREDICT),
+        sampling=Sampling(n_predict=N_PREDICT),
+        budget=resolve_budget(None),
+        budget_s=1200,
+        types=["ngram-simple"],
+        draft_model=None,
+    )
+    replayed = [c.text for c in document.space if c.replayed]
+    assert len(replayed) == 5 and "ngram-simple" not in replayed
+    engine = setup.engine(document.compare.plan.configs[0].spec)
+    runner = TuneRunner(engine, document, outputs=[out], probe=divergence_prober(engine))
+    try:
+        async with contextlib.aclosing(runner.run()) as events:
+            async for event in events:
+                if isinstance(event, RoundPlanned):
+                    break  # round one is over
+    finally:
+        await engine.aclose()
+    doc = load_tune(out)
+    plan = doc.compare.plan
+    assert plan.active is not None and not set(replayed) & set(plan.active[0])
+    for run in doc.compare.runs:
+        if run.config == "none":
+            assert len(run.token_ids) == run.tokens  # the baseline's ids, one per token
+        else:
+            assert run.token_ids == []
+    assert set(doc.prompt_tokens) == {"table-row", "essay"}
+    assert all(len(t) > 10 for t in doc.prompt_tokens.values())
+    slots = server_slots(doc.compare.server)
+    [check] = check_replicas(plan, doc.compare.runs, doc.space, doc.prompt_tokens, slots)
+    assert check == doc.replicas[0]
+    assert check.type == "ngram-simple" and check.runs >= 1, doc.replicas
+    assert check.exact == check.runs and check.used
+    for candidate in doc.space:
+        if candidate.replayed:
+            steps = replay_start(candidate, plan, doc.compare.runs, doc.prompt_tokens, slots)
+            assert steps is not None and set(steps) == {"table-row", "essay"}
+    assert watch.most == 1

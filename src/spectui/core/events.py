@@ -205,6 +205,9 @@ class SummaryEvent(_Event):
     """The server's own final `timings` object, for comparison."""
     text: str = ""
     """The complete response text."""
+    token_ids: list[int] = Field(default_factory=list)
+    """The response's token ids in order (`/completion`, which is asked ``return_tokens``;
+    empty for chat)."""
 
 
 class ErrorEvent(_Event):

@@ -256,24 +256,34 @@ class HttpProber:
             raise ProbeError("/tokenize: no token list in the answer")
         return tokens
 
-    async def top_candidates(self, request: ProbeRequest) -> list[TokenProb]:
-        """Ask the server (prompt and prefix tokenised apart, as the run saw them)."""
-        async with httpx.AsyncClient(
+    async def prompt_tokens(self, prompt: str, chat: bool = False) -> list[int]:
+        """The prompt's token ids as the runs' server read them (chat: templated first)."""
+        async with self._client() as client:
+            return await self._prompt(client, prompt, chat)
+
+    def _client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
             base_url=self._url(),
             headers=self._headers,
             timeout=PROBE_TIMEOUT_S,
             transport=self._transport,
-        ) as client:
-            prompt = request.prompt
-            if request.chat:
-                messages = [{"role": "user", "content": prompt}]
-                body = await self._post(client, "/apply-template", {"messages": messages})
-                if not isinstance(body, dict) or not isinstance(body.get("prompt"), str):
-                    raise ProbeError("/apply-template: no prompt in the answer")
-                prompt = body["prompt"]
+        )
+
+    async def _prompt(self, client: httpx.AsyncClient, prompt: str, chat: bool) -> list[int]:
+        if chat:
+            messages = [{"role": "user", "content": prompt}]
+            body = await self._post(client, "/apply-template", {"messages": messages})
+            if not isinstance(body, dict) or not isinstance(body.get("prompt"), str):
+                raise ProbeError("/apply-template: no prompt in the answer")
+            prompt = body["prompt"]
+        return await self._tokens(client, prompt, special=not chat)
+
+    async def top_candidates(self, request: ProbeRequest) -> list[TokenProb]:
+        """Ask the server (prompt and prefix tokenised apart, as the run saw them)."""
+        async with self._client() as client:
             # Tokenised apart: the prompt's last token and the answer's first are separate
             # tokens in the run, and one string might merge them ("JSON:\n" + "[").
-            tokens = await self._tokens(client, prompt, special=not request.chat)
+            tokens = await self._prompt(client, request.prompt, request.chat)
             if request.prefix:
                 tokens += await self._tokens(client, request.prefix, special=False)
             answer = await self._post(

@@ -259,6 +259,9 @@ class RunRecord(BaseModel):
     """'limit', 'eos', 'word', ..."""
     text: str = ""
     """The full response."""
+    token_ids: list[int] = Field(default_factory=list)
+    """The baseline's runs only: the response's token ids, which `tune`'s drafter replicas
+    replay (`tune.drafters`); empty for other configs and for chat."""
     token_ends: list[int] = Field(default_factory=list)
     """Cumulative end offset of each token's text in ``text`` (for token positions in diffs)."""
     server_timings: dict[str, float] = Field(default_factory=dict)

@@ -392,6 +392,7 @@ class CompareRunner:
             stop_reason=summary.stop_reason,
             text=summary.text,
             token_ends=token_ends(texts),
+            token_ids=summary.token_ids if job.config == self.plan.baseline.name else [],
             server_timings=summary.server_timings,
             check_status=None if check is None else check.status,
             check_detail="" if check is None else check.detail,

@@ -65,6 +65,8 @@ class CompletionChunk(_Payload):
     """True on the final chunk."""
     tokens_predicted: int | None = None
     """Tokens generated so far, cumulative."""
+    tokens: list[int] = []
+    """The ids of the tokens this chunk releases (with ``return_tokens``)."""
     stop_type: str | None = None
     """Why generation stopped ('limit', 'eos', 'word', ...), on the final chunk."""
     timings: Timings | None = None

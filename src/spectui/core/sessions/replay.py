@@ -109,6 +109,7 @@ def _summary(recorded: SummaryEvent, tracker: MetricsTracker, text: list[str]) -
         stop_reason=recorded.stop_reason,
         server_timings=dict(recorded.server_timings),
         text="".join(text),
+        token_ids=list(recorded.token_ids),  # as recorded: no token event carries an id
     )
 
 

@@ -153,8 +153,9 @@ def read_chunk(kind: EndpointKind, obj: dict[str, Any]) -> ChunkFields:
 _validate_completion = CompletionChunk.__pydantic_validator__.validate_json
 _validate_chat = ChatChunk.__pydantic_validator__.validate_json
 
-TypedFields = tuple[str, int | None, Timings | None, PromptProgress | None, str]
-"""What `typed_chunk` reads: text, tokens so far, timings, prompt progress, stop reason ('')."""
+TypedFields = tuple[str, int | None, Timings | None, PromptProgress | None, str, list[int]]
+"""What `typed_chunk` reads: text, tokens so far, timings, prompt progress, stop reason (''),
+and the ids of the tokens released (`/completion` with ``return_tokens``; else empty)."""
 
 
 def typed_chunk(kind: EndpointKind, data: str) -> TypedFields:
@@ -174,7 +175,7 @@ def typed_chunk(kind: EndpointKind, data: str) -> TypedFields:
             stop = FINISH_REASONS.get(finish, finish) if finish else ""
             timings = chat.timings
             predicted = timings.predicted_n if timings else None
-            return text, predicted, timings, chat.prompt_progress, stop
+            return text, predicted, timings, chat.prompt_progress, stop, []
         chunk: CompletionChunk = _validate_completion(data)
     except ValidationError as error:
         what = "is not JSON" if error.errors()[0]["type"] == "json_invalid" else "is unexpected"
@@ -183,7 +184,7 @@ def typed_chunk(kind: EndpointKind, data: str) -> TypedFields:
     if predicted is None and chunk.timings is not None:
         predicted = chunk.timings.predicted_n
     stop = (chunk.stop_type or "") if chunk.stop else ""
-    return chunk.content, predicted, chunk.timings, chunk.prompt_progress, stop
+    return chunk.content, predicted, chunk.timings, chunk.prompt_progress, stop, chunk.tokens
 
 
 @dataclass(slots=True)

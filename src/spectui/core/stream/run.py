@@ -51,6 +51,7 @@ class ChunkProcessor:
         self.attributor = Attributor()
         self.tracker = MetricsTracker()
         self.text_parts: list[str] = []
+        self.token_ids: list[int] = []
         self.last_timings: Timings | None = None
         self.stop_reason = ""
         self._server_offset = math.inf
@@ -59,7 +60,10 @@ class ChunkProcessor:
         """Process one payload read at ``t``; raises StreamError for an error payload or
         unparsable data. ``earliest``: the payload is known to have arrived after it (the
         previous read), and its tokens are stamped with their estimated arrival (`_arrival`)."""
-        text, predicted, timings, progress, stop = typed_chunk(self.kind, data)
+        text, predicted, timings, progress, stop, ids = typed_chunk(self.kind, data)
+        if ids and predicted is not None:
+            # Prompt-progress chunks carry a placeholder id (0) and no new token.
+            self.token_ids += ids[: max(predicted - len(self.token_ids), 0)]
         if stop:
             self.stop_reason = stop
         events: list[EngineEvent] = []
@@ -116,6 +120,7 @@ class ChunkProcessor:
             stop_reason=stop_reason or self.stop_reason,
             server_timings=self.last_timings.as_floats() if self.last_timings else {},
             text="".join(self.text_parts),
+            token_ids=self.token_ids,
         )
 
 

@@ -127,6 +127,21 @@ class Curve(BaseModel):
     """One point per value, in value order."""
 
 
+class ReplicaCheck(BaseModel):
+    """A drafter replica (`tune.drafters`) against the real runs of its type in round one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    """The spec type."""
+    runs: int
+    """Real runs with the baseline's answer, replayed to check the replica."""
+    exact: int
+    """Of them, those whose drafted and accepted counts the replay matched exactly."""
+    used: bool
+    """Whether its replays predict the type's other candidates (every checked run exact)."""
+
+
 class TuneDocument(BaseModel):
     """Everything about one tune: the space, every run, and the findings."""
 
@@ -166,6 +181,11 @@ class TuneDocument(BaseModel):
     """Per prompt, what is settled and what is not, one line each."""
     cost_model: CostModel | None = None
     """The step cost fitted on every run (a copy of the compare document's, for readers)."""
+    prompt_tokens: dict[str, list[int]] = Field(default_factory=dict)
+    """Prompt key -> the prompt's token ids as the server read it: with the baseline's answers,
+    what the drafter replicas replay (`tune.drafters`). Asked once, after round one."""
+    replicas: list[ReplicaCheck] = Field(default_factory=list)
+    """Each drafter replica checked against its type's real runs, and whether it was used."""
     ranked_by: Literal["prediction", "timings"] = "timings"
     """How round one was ranked: by predicted speedup (the cost model explains the runs) or, as
     before, by the measured one."""

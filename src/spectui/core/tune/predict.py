@@ -27,6 +27,10 @@ from collections.abc import Set as AbstractSet
 
 from spectui.core.compare.costmodel import CostModel, PredictedSpeedup, spec_group
 from spectui.core.compare.models import ComparePlan, RunRecord
+from spectui.core.tune.drafters import Replay
+from spectui.core.tune.drafters_map import SERVER_SLOTS
+from spectui.core.tune.models import ReplicaCheck
+from spectui.core.tune.replays import replay_start
 from spectui.core.tune.space import Candidate
 
 MAX_MODEL_ERROR = 0.15
@@ -84,10 +88,17 @@ def predict(
     records: Sequence[RunRecord],
     model: CostModel | None,
     space: Sequence[Candidate],
+    prompt_tokens: Mapping[str, Sequence[int]] | None = None,
+    replicas: Sequence[ReplicaCheck] = (),
+    n_slots: int = SERVER_SLOTS,
 ) -> dict[str, tuple[PredictedSpeedup | None, dict[str, PredictedSpeedup]]]:
-    """Config name -> (overall prediction, prompt key -> prediction); empty without a model."""
+    """Config name -> (overall prediction, prompt key -> prediction); empty without a model.
+
+    A replayed candidate (`tune.replays`) is priced from its replay, when its type's replica
+    passed its check (``replicas``); else it has no prediction and runs."""
     if model is None or model.median_abs_error is None:
         return {}
+    trusted = {check.type for check in replicas if check.used}
     first = _first_runs(records)
     ttft = _ttfts(plan, records)
     by_text = {c.text: c for c in space}
@@ -101,12 +112,21 @@ def predict(
         candidate = by_text.get(config.name)
         source = candidate.predicted_from if candidate is not None else None
         k_new = _length(candidate) if candidate is not None and source else None
+        replays = None
+        if candidate is not None and candidate.replayed:
+            if candidate.type not in trusted or prompt_tokens is None:
+                continue
+            replays = replay_start(candidate, plan, records, prompt_tokens, n_slots)
+            if replays is None:
+                continue
         per_prompt: dict[str, PredictedSpeedup] = {}
         for prompt in plan.prompts:
             base_run = first.get((base, prompt.key))
             run = first.get((source or config.name, prompt.key))
             first_ms = ttft.get((group, prompt.key))
             base_first = ttft.get((None, prompt.key))
+            if replays is not None and (rp := replays.get(prompt.key)) is not None:
+                run = _as_run(rp, prompt.key)
             if base_run is None or run is None or first_ms is None or base_first is None:
                 continue
             if source and k_new is not None and group is not None:
@@ -125,6 +145,21 @@ def predict(
             overall = _interval(mean, error)
         out[config.name] = (overall, per_prompt)
     return out
+
+
+def _as_run(replayed: Replay, prompt: str) -> RunRecord:
+    """A replay in a run record's terms (the counts `decode_time_ms` prices)."""
+    return RunRecord(
+        seq=-1,
+        config="",
+        prompt=prompt,
+        round=1,
+        tokens=replayed.tokens,
+        drafted=replayed.drafted,
+        accepted=replayed.accepted,
+        steps=replayed.steps,
+        accepted_per_position=list(replayed.accepted_per_position),
+    )
 
 
 def _interval(speedup: float, error: float) -> PredictedSpeedup:
@@ -153,7 +188,7 @@ def usable(model: CostModel | None) -> bool:
     )
 
 
-MAX_CONTENDERS = 4
+MAX_CONTENDERS = 2
 """At most this many candidates go on to timing rounds (the best predicted that overlap)."""
 
 

@@ -19,6 +19,7 @@ from spectui.core.tune.models import (
     Winner,
 )
 from spectui.core.tune.predict import predict
+from spectui.core.tune.replays import check_replicas, server_slots
 from spectui.core.tune.space import Candidate
 
 ACCEPT_HINT = 0.2
@@ -297,7 +298,17 @@ def refreshed(document: TuneDocument) -> TuneDocument:
     plan = compare.plan
     rows = compare.summary
     results = candidate_results(plan, compare.runs, rows, document.space)
-    predicted = predict(plan, compare.runs, compare.cost_model, document.space)
+    slots = server_slots(compare.server)
+    replicas = check_replicas(plan, compare.runs, document.space, document.prompt_tokens, slots)
+    predicted = predict(
+        plan,
+        compare.runs,
+        compare.cost_model,
+        document.space,
+        document.prompt_tokens,
+        replicas,
+        slots,
+    )
     results = [with_prediction(c, predicted.get(c.config), document.space) for c in results]
     prompts = [p.key for p in plan.prompts]
     won = winners(results, prompts, document.launch)
@@ -320,5 +331,6 @@ def refreshed(document: TuneDocument) -> TuneDocument:
             "hints": hints,
             "settled": settled_lines(plan, rows, document.complete),
             "cost_model": compare.cost_model,
+            "replicas": replicas,
         }
     )

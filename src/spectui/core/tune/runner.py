@@ -19,11 +19,11 @@ import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from spectui.core.compare.divergence import Prober
+from spectui.core.compare.divergence import ProbeError, Prober
 from spectui.core.compare.runner import (
     CompareEvent,
     CompareFinished,
@@ -43,6 +43,16 @@ from spectui.core.tune.models import TuneDocument
 from spectui.core.tune.predict import usable
 from spectui.core.tune.report import refreshed
 from spectui.core.tune.search import extended, next_round
+
+
+@runtime_checkable
+class PromptTokenizer(Protocol):
+    """A prober that can also say how the server tokenizes a prompt (`HttpProber`)."""
+
+    async def prompt_tokens(self, prompt: str, chat: bool = False) -> list[int]:
+        """The prompt's token ids; raises `ProbeError` on failure."""
+        ...
+
 
 RUN_OVERHEAD_S = 0.3
 """Per run, on top of its generation time: the request, the check, the save."""
@@ -162,9 +172,18 @@ class TuneRunner:
             compare = self.document.compare
             pending = [j for j in compare.plan.jobs() if j.seq not in finished_seqs(compare)]
             if not pending:
+                if compare.plan.reps == 1 and not self.document.prompt_tokens:
+                    await self._tokenize()
                 ranked = usable(self.document.cost_model) and compare.plan.reps == 1
                 predicted = {c.config: c.predicted for c in self.document.candidates}
-                active = next_round(compare.plan, compare.summary, predicted if ranked else None)
+                overall = {c.config: c.overall for c in self.document.candidates}
+                by_prediction = self.document.ranked_by == "prediction" or ranked
+                active = next_round(
+                    compare.plan,
+                    compare.summary,
+                    predicted if ranked else None,
+                    overall if by_prediction and compare.plan.reps > 1 else None,
+                )
                 if compare.plan.reps == 1:
                     self.save(ranked_by="prediction" if ranked else "timings")
                 if active is None:
@@ -198,6 +217,20 @@ class TuneRunner:
             if not runner.document.complete:
                 yield "interrupted"  # the engine closed under a run
                 return
+
+    async def _tokenize(self) -> None:
+        """Ask the running server for the prompts' token ids, once, when a candidate is to be
+        replayed (`tune.drafters`); without them those candidates are measured instead."""
+        if not any(c.replayed for c in self.document.space) or not isinstance(
+            self.probe, PromptTokenizer
+        ):
+            return
+        plan = self.document.compare.plan
+        tokens: dict[str, list[int]] = {}
+        for prompt in plan.prompts:
+            with contextlib.suppress(ProbeError):
+                tokens[prompt.key] = await self.probe.prompt_tokens(prompt.text, plan.delivery.chat)
+        self.save(prompt_tokens=tokens)
 
     def _saved(self, compare: CompareDocument) -> None:
         self.save(compare)

@@ -36,6 +36,7 @@ from spectui.core.compare.costmodel import PredictedSpeedup
 from spectui.core.compare.models import ComparePlan
 from spectui.core.compare.stats import TOO_NOISY
 from spectui.core.compare.verdict import MIN_KEEP_ROUNDS, SummaryRow
+from spectui.core.tune.models import PromptResult
 from spectui.core.tune.predict import contenders
 
 ETA = 2
@@ -96,12 +97,15 @@ def next_round(
     plan: ComparePlan,
     rows: Sequence[SummaryRow],
     predicted: Mapping[str, PredictedSpeedup | None] | None = None,
+    overall: Mapping[str, PromptResult] | None = None,
 ) -> tuple[str, ...] | None:
     """The candidates of the next round, or None when the race is over.
 
     ``predicted``: after round one, each candidate's predicted overall speedup (`tune.predict`;
     given only when the cost model explains the runs): the candidates whose interval overlaps
-    the leader's go on, and the rule then settles them round by round.
+    the leader's go on, with any that round one neither ran nor could predict. ``overall``:
+    after a round one ranked so, each candidate's pooled result (`tune.report`): the race is
+    then one for the overall pick (`overall_race`).
     """
     if plan.reps >= MAX_ROUNDS or _hopeless(plan, rows):
         return None
@@ -110,8 +114,17 @@ def next_round(
         strict = plan.identical_answers
         faulty = {r.config for r in rows if r.config in predicted and r.runs and _faulty(r, strict)}
         chosen = contenders(predicted, faulty)
-        if chosen:
-            return chosen
+        ran = set(last_active(plan))
+        # Nothing says a candidate round one neither ran nor could predict loses: measure it.
+        unknown = tuple(
+            c.name
+            for c in plan.configs
+            if not c.is_baseline and c.name not in ran and predicted.get(c.name) is None
+        )
+        if chosen or unknown:
+            return (*chosen, *(n for n in unknown if n not in chosen))
+    if overall is not None:
+        return overall_race(plan, rows, overall)
     names = last_active(plan)
     names = tuple(
         n
@@ -133,6 +146,42 @@ def next_round(
         names = tuple(c.name for c in plan.configs if c.name in keep or c.name in names)
     chosen = tuple(n for n in names if n in keep)
     return chosen or None
+
+
+def overall_race(
+    plan: ComparePlan, rows: Sequence[SummaryRow], overall: Mapping[str, PromptResult]
+) -> tuple[str, ...] | None:
+    """Who runs next in a race for the overall pick (the best kept config over every prompt).
+
+    Of the candidates of the last round, one leaves when: a prompt puts it out (`_faulty`);
+    the rule drops it overall; before `MIN_KEEP_ROUNDS` rounds, its interval lies below the
+    leader's (the best measured median); after them, it is kept (settled), or it is
+    inconclusive with a median no better than the best kept one's (1.0 with none kept), so more
+    rounds could not make it the pick. The race is over when none is left. Per-prompt calls
+    are not raced further: they are reported with the rounds they have.
+    """
+    names = [
+        n
+        for n in last_active(plan)
+        if n in overall
+        and not any(_faulty(r, plan.identical_answers) for r in rows if r.config == n and r.runs)
+        and overall[n].verdict != "drop"
+    ]
+    if not names:
+        return None
+    leader = overall[max(names, key=lambda n: overall[n].speedup or 0.0)]
+    kept = [overall[n].speedup or 0.0 for n in names if overall[n].verdict == "keep"]
+    bar = max(kept, default=1.0)
+    out = []
+    for n in names:
+        mine = overall[n]
+        if mine.rounds < MIN_KEEP_ROUNDS:
+            behind = mine.high is not None and leader.low is not None and mine.high < leader.low
+            if not behind:
+                out.append(n)
+        elif mine.verdict in ("inconclusive", "pending") and (mine.speedup or 0.0) > bar:
+            out.append(n)
+    return tuple(out) or None
 
 
 def extended(plan: ComparePlan, active: tuple[str, ...]) -> ComparePlan:

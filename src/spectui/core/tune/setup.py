@@ -20,7 +20,14 @@ from spectui.core.llama.gguf_meta import architecture, gguf_metadata, mtp_layers
 from spectui.core.request import Delivery, Sampling
 from spectui.core.tune.models import TuneDocument
 from spectui.core.tune.runner import new_document
-from spectui.core.tune.space import Candidate, ModelFacts, Skipped, build_space, mark_predicted
+from spectui.core.tune.space import (
+    Candidate,
+    ModelFacts,
+    Skipped,
+    build_space,
+    mark_predicted,
+    mark_replayed,
+)
 
 
 class TuneSetupError(SpectuiError):
@@ -99,7 +106,7 @@ def new_tune(
         firsts = {c.type: c for c in reversed(candidates)}
         candidates = [c for c in candidates if firsts[c.type] is c]
     if whatif:
-        candidates = mark_predicted(candidates)
+        candidates = mark_replayed(mark_predicted(candidates))
     configs, kept, refused = space_configs(setup, candidates, draft_model)
     if len(configs) < 2:
         reasons = "; ".join(f"{s.type}: {s.reason}" for s in [*skipped, *refused]) or "none listed"
@@ -111,9 +118,12 @@ def new_tune(
         else c.model_copy(update={"predicted_from": None})  # its source cannot run here
         for c in kept
     ]
-    # Round one runs every candidate but those a longer draft's runs predict (`tune.predict`).
+    # Round one runs every candidate but those a longer draft's runs predict and those a
+    # drafter replica replays (`tune.predict`).
     first = tuple(
-        c.name for c, k in zip(configs[1:], kept, strict=True) if k.predicted_from is None
+        c.name
+        for c, k in zip(configs[1:], kept, strict=True)
+        if k.predicted_from is None and not k.replayed
     )
     plan = ComparePlan(
         configs=configs,

@@ -9,6 +9,7 @@ What is left out is listed with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -128,6 +129,12 @@ class Candidate(BaseModel):
     predicted_from: str | None = None
     """The candidate (same type and knobs, the longest draft) whose runs predict this one's
     first round (`tune.predict`): it runs only if the prediction makes it a contender."""
+    settings: dict[str, float] = {}
+    """Every ``--spec-<type>-*`` flag --help gives a number for, at the value this candidate
+    runs with (what a drafter replica needs, `tune.drafters`)."""
+    replayed: bool = False
+    """Its first round is a replay of the baseline's tokens by its type's drafter replica
+    (`tune.drafters`), not a run: it runs only if the prediction makes it a contender."""
 
     @property
     def label(self) -> str:
@@ -166,7 +173,24 @@ def candidates_of(type_: str, caps: Capabilities, defaults: dict[str, str]) -> l
             floor = _number(defaults.get(minimum or ""), 0, True) if minimum else 0
             if minimum and minimum in caps.spec_flags and floor > value:
                 parts += [minimum, _fmt(value, True)]  # a minimum above the maximum is refused
-        out.append(Candidate(type=type_, knobs=knobs, text=" ".join(parts)))
+        text = " ".join(parts)
+        settings = _settings(type_, defaults, text)
+        out.append(Candidate(type=type_, knobs=knobs, text=text, settings=settings))
+    return out
+
+
+def _settings(type_: str, defaults: dict[str, str], text: str) -> dict[str, float]:
+    """``--spec-<type>-*`` flag -> number: --help's defaults, then the config's own values."""
+    prefix = f"--spec-{type_}-"
+    out: dict[str, float] = {}
+    for flag, value in defaults.items():
+        if flag.startswith(prefix):
+            with contextlib.suppress(ValueError):
+                out[flag] = float(value)
+    tokens = text.split()[1:]
+    for flag, value in zip(tokens[::2], tokens[1::2], strict=False):
+        with contextlib.suppress(ValueError):
+            out[flag] = float(value)
     return out
 
 
@@ -259,4 +283,23 @@ def mark_predicted(candidates: Sequence[Candidate]) -> list[Candidate]:
         key = (c.type, *sorted((k, v) for k, v in c.knobs.items() if k != flag))
         source = longest[key]
         out.append(c if source is c else c.model_copy(update={"predicted_from": source.text}))
+    return out
+
+
+def mark_replayed(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Of each type a drafter replica covers (`tune.drafters`), the first candidate (its
+    defaults) runs, which is also what checks the replica; the others are replayed
+    (`Candidate.replayed`) instead of run in round one."""
+    from spectui.core.tune.drafters import REPLICATED
+
+    seen: set[str] = set()
+    out = []
+    for c in candidates:
+        if c.type not in REPLICATED:
+            out.append(c)
+        elif c.type not in seen:
+            seen.add(c.type)
+            out.append(c.model_copy(update={"predicted_from": None}))
+        else:
+            out.append(c.model_copy(update={"replayed": True, "predicted_from": None}))
     return out
