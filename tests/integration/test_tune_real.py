@@ -173,6 +173,7 @@ async def test_round_one_replays_the_candidates_a_checked_replica_covers(
     (`tune.replays`). Nothing here depends on speed: the token ids, the prompts' tokens from the
     server, the replica matching the real runs exactly, and who ran in round one."""
     from spectui.commands.compare import divergence_prober
+    from spectui.core.tune.export import replica_line
     from spectui.core.tune.replays import check_replicas, replay_start, server_slots
     from spectui.core.tune.runner import RoundPlanned
 
@@ -218,4 +219,5 @@ async def test_round_one_replays_the_candidates_a_checked_replica_covers(
         if candidate.replayed:
             steps = replay_start(candidate, plan, doc.compare.runs, doc.prompt_tokens, slots)
             assert steps is not None and set(steps) == {"table-row", "essay"}
+    assert "5 replayed from the baseline's tokens" in (replica_line(doc) or "")
     assert watch.most == 1

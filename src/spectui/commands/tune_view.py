@@ -143,7 +143,7 @@ def print_final(document: TuneDocument, *, chart: bool) -> None:
     """Leaderboards, winners with their command lines, curves, hints and skipped types."""
     from rich.console import Console
 
-    from spectui.core.tune.export import cost_line, noise_line, status_line
+    from spectui.core.tune.export import cost_line, noise_line, replica_line, status_line
 
     out = Console()
     if not out.is_terminal:
@@ -152,6 +152,8 @@ def print_final(document: TuneDocument, *, chart: bool) -> None:
     if (noise := noise_line(document)) is not None:
         out.print(f"  {noise}", markup=False, highlight=False)
     out.print(f"  {cost_line(document)}", markup=False, highlight=False)
+    if (replicas := replica_line(document)) is not None:
+        out.print(f"  {replicas}", markup=False, highlight=False)
     for line in document.settled:
         out.print(f"  {line}", markup=False, highlight=False)
     out.print(leaderboard_table(document, None))

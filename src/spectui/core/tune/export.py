@@ -125,6 +125,25 @@ def cost_line(document: TuneDocument) -> str:
     return f"cost model: {' + '.join(parts)}{tail}; {how}"
 
 
+def replica_line(document: TuneDocument) -> str | None:
+    """'round one: 5 of 25 candidates ran, 20 replayed from the baseline's tokens (replicas
+    checked on real runs: ngram-simple 5/5 exact, ...)', when any candidate is replayed."""
+    replayed = [c for c in document.space if c.replayed]
+    if not replayed:
+        return None
+    plan = document.compare.plan
+    ran = sum(1 for c in document.space if plan.runs_in(c.text, 1) and not c.replayed)
+    checks = ", ".join(
+        f"{r.type} {r.exact}/{r.runs} exact" + ("" if r.used else ": not used, they run instead")
+        for r in document.replicas
+    )
+    text = (
+        f"round one: {ran} of {len(document.space)} candidates ran, {len(replayed)} replayed "
+        "from the baseline's tokens by drafter replicas"
+    )
+    return text + (f" (checked on real runs: {checks})" if checks else " (not checked yet)")
+
+
 def status_line(document: TuneDocument) -> str:
     """'finished in 412 s of a 600 s budget' / 'budget spent (600 s): ...'."""
     used = f"{document.elapsed_s:.0f} s of a {document.budget_s:.0f} s budget"
@@ -154,8 +173,10 @@ def to_markdown(document: TuneDocument) -> str:
         f"- memory budget: {plan.memory_budget.describe(gpu=False)}",
         f"- {noise_line(document) or 'noise floor: not measured yet'}",
         f"- {cost_line(document)}",
+        *([f"- {line}"] if (line := replica_line(document)) else []),
         "- rule: a keep is faster beyond the noise floor (95 % bootstrap interval of paired "
-        "speedups), in at least 3 rounds, with the same answers and within the memory budget",
+        "speedups), in at least 3 rounds, within the memory budget, with answers the rule "
+        "accepts (unchanged, changed only at a near-tie, or passed by the prompt's checker)",
         "",
         "## Winners",
         "",

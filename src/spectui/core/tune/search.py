@@ -1,16 +1,22 @@
-"""Racing: every candidate runs once per prompt; clear losers leave; survivors get more rounds.
+"""Racing: the baseline and a few candidates run round one; predictions pick who races on.
 
 Round one ranks by prediction (tune v2, `tune.predict`): one run per candidate and prompt gives
-its acceptance, the cost model its predicted speedup; only candidates whose predicted interval
-overlaps the leader's go on (a candidate predicted from a longer draft runs for the first time
-then). Without a cost model that explains the runs, round one's timings rank as below.
+its acceptance, the cost model its predicted speedup. Most candidates do not even run then: one a
+longer draft predicts (`Candidate.predicted_from`), or one whose type has a drafter replica
+(`tune.replays`: only each type's defaults run, and check the replica), is priced from that.
+The (at most `predict.MAX_CONTENDERS`) candidates whose predicted interval overlaps the leader's
+go on, with any that round one could neither run nor predict. They then race for the overall
+pick (`overall_race`): a candidate leaves when it is put out, dropped, or clearly behind the
+leader, and once it has the rounds a keep needs, unless more rounds could still make it the pick.
+Without a cost model that explains the runs, round one runs every candidate and its timings rank
+as below.
 
 This is successive halving under the compare fairness rules: one binary, model, ctx, sampling
 and seed; one server at a time; a warm-up at each config's first start; the baseline ``none`` in
 every round; answers checked. Each round is a round of one growing compare plan (`ComparePlan.
 active` says who runs in it), run by `CompareRunner`, each candidate's prompts on one server start.
 
-After each round:
+After each round of a race ranked by timings:
 
 - a candidate that failed, failed a checker or changed an answer the rule does not accept (no
   checker passed it and the baseline was sure there; any change with ``--identical-answers``) on
