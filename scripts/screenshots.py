@@ -69,6 +69,7 @@ from spectui.core.sessions.file import Session, read_session  # noqa: E402
 from spectui.core.sessions.replay import ReplayClock, ReplayEngine  # noqa: E402
 from spectui.core.tune.models import TuneDocument  # noqa: E402
 from spectui.core.tune.runner import TuneEvent, TuneFinished  # noqa: E402
+from spectui.ui.apps.base import headless_svg  # noqa: E402
 from spectui.ui.apps.compare import CompareApp  # noqa: E402
 from spectui.ui.apps.proxy import TrafficApp  # noqa: E402
 from spectui.ui.apps.replay import ReplayApp  # noqa: E402
@@ -119,28 +120,19 @@ async def _shoot(
     at that point of the run however its updates were batched (a replay at max speed merges
     snapshots as the machine's speed allows; the picture must not depend on it).
     """
-    shots: list[str] = []
 
-    async def pilot_run(pilot: Pilot[object]) -> None:
-        try:
-            for _ in range(ROUNDS):
-                if await ready(pilot):
-                    await pilot.pause(0.5)  # batched tokens and throttled panes arrive
-                    if settle is not None:
-                        settle()
-                    for widget in app.screen.query("*"):
-                        widget.refresh()
-                    await pilot.pause()
-                    shots.append(app.export_screenshot(title=title))
-                    break
-                await pilot.pause()
-        finally:
-            app.exit()
+    async def before(pilot: Pilot[object]) -> None:
+        await pilot.pause(0.5)  # batched tokens and throttled panes arrive
+        if settle is not None:
+            settle()
+        for widget in app.screen.query("*"):
+            widget.refresh()
+        await pilot.pause()
 
-    await app.run_async(headless=True, size=size, auto_pilot=pilot_run)
-    if not shots:
+    shot = await headless_svg(app, ready, title=title, size=size, rounds=ROUNDS, before=before)
+    if shot is None:
         raise SystemExit(f"screenshots: {title}: the screen never got ready")
-    return shots[0]
+    return shot
 
 
 def _settle_replay(app: ReplayApp, session: Session, until: float) -> Callable[[], None]:

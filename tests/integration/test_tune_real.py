@@ -23,6 +23,7 @@ from spectui.commands.tune import load_tune
 from spectui.config import Settings
 from spectui.core.compare.budget import resolve_budget
 from spectui.core.compare.prompt_files import load_prompts
+from spectui.core.compare.setup import CompareSetup
 from spectui.core.compare.store import ServerOptions
 from spectui.core.request import Sampling
 from spectui.core.tune.models import TuneDocument
@@ -49,21 +50,32 @@ STOP_AFTER = 5
 FLAGS = ["--n-predict", str(N_PREDICT), "--ctx-size", "1024"]
 
 
-async def _interrupted(gemma_model: Path, llama_binary: Path, out: Path) -> TuneDocument:
+def _tune(
+    gemma_model: Path, llama_binary: Path, prompts: str, types: list[str], *, defaults_only: bool
+) -> tuple[CompareSetup, TuneDocument]:
+    """A tune of ``types`` on the built-in ``prompts``, on test servers, before round one."""
     settings = Settings(model=gemma_model, server_bin=llama_binary)
     setup = compare_setup(settings, server=ServerOptions(ctx_size=1024, extra_args=list(FAST)))
     document = new_tune(
         setup,
-        prompts=load_prompts("builtin:table-row,json-rewrite", N_PREDICT),
+        prompts=load_prompts(f"builtin:{prompts}", N_PREDICT),
         sampling=Sampling(n_predict=N_PREDICT),
         budget=resolve_budget(None),
         budget_s=1200,  # generous: a loaded machine must not end the first session early
-        # Not ngram-mod: on json-rewrite it is 1.2-1.4x faster here but changes an answer in
-        # some runs and not others (at temperature 0), so whether it is kept depends on the run.
-        types=["ngram-simple", "ngram-map-k"],
+        types=types,
         draft_model=None,
-        defaults_only=True,
+        defaults_only=defaults_only,
     )
+    return setup, document
+
+
+async def _interrupted(gemma_model: Path, llama_binary: Path, out: Path) -> TuneDocument:
+    # Not ngram-mod: on json-rewrite it is 1.2-1.4x faster here but changes an answer in some
+    # runs and not others (at temperature 0), so whether it is kept depends on the run.
+    setup, document = _tune(
+        gemma_model, llama_binary, "table-row,json-rewrite", ["ngram-simple", "ngram-map-k"],
+        defaults_only=True,
+    )  # fmt: skip
     engine = setup.engine(document.compare.plan.configs[0].spec)
     await interrupt_after(TuneRunner(engine, document, outputs=[out]).run(), engine, STOP_AFTER)
     return load_tune(out)
@@ -178,16 +190,8 @@ async def test_round_one_replays_the_candidates_a_checked_replica_covers(
     from spectui.core.tune.runner import RoundPlanned
 
     out = tmp_path / "t.json"
-    settings = Settings(model=gemma_model, server_bin=llama_binary)
-    setup = compare_setup(settings, server=ServerOptions(ctx_size=1024, extra_args=list(FAST)))
-    document = new_tune(
-        setup,
-        prompts=load_prompts("builtin:table-row,essay", N_PREDICT),
-        sampling=Sampling(n_predict=N_PREDICT),
-        budget=resolve_budget(None),
-        budget_s=1200,
-        types=["ngram-simple"],
-        draft_model=None,
+    setup, document = _tune(
+        gemma_model, llama_binary, "table-row,essay", ["ngram-simple"], defaults_only=False
     )
     replayed = [c.text for c in document.space if c.replayed]
     assert len(replayed) == 5 and "ngram-simple" not in replayed

@@ -160,8 +160,10 @@ def test_the_replica_is_used_only_when_it_matched_every_real_run() -> None:
     drafted, accepted, steps = _replayed_counts(space[0])
     p, records, space = _case((drafted + 1, accepted, steps))
     assert check_replicas(p, records, space, TOKENS)[0].used is False
-    # No tokens from the server: nothing replays, nothing is trusted.
-    assert check_replicas(p, records, space, {})[0].used is False
+    # No tokens from the server: nothing replays (not a miss), nothing is trusted.
+    assert check_replicas(p, records, space, {}) == [
+        ReplicaCheck(type="ngram-simple", runs=0, exact=0, used=False)
+    ]
 
 
 def test_a_replayed_candidate_is_priced_from_its_replay_or_left_to_run() -> None:

@@ -134,7 +134,10 @@ def replica_line(document: TuneDocument) -> str | None:
     plan = document.compare.plan
     ran = sum(1 for c in document.space if plan.runs_in(c.text, 1) and not c.replayed)
     checks = ", ".join(
-        f"{r.type} {r.exact}/{r.runs} exact" + ("" if r.used else ": not used, they run instead")
+        f"{r.type}: no run to check it on, its candidates run instead"
+        if not r.runs
+        else f"{r.type} {r.exact}/{r.runs} exact"
+        + ("" if r.used else ": not used, its candidates run instead")
         for r in document.replicas
     )
     text = (

@@ -160,13 +160,15 @@ def check_replicas(
             if c.type != type_ or c.replayed:
                 continue
             replays = replay_start(c, plan, records, prompt_tokens, n_slots)
+            if replays is None:
+                continue  # nothing to replay with (no tokens from the server): not a miss
             for prompt in plan.prompts:
                 real = firsts.get((c.text, prompt.key))
                 base = answers.get(prompt.key)
                 if real is None or base is None or real.text != base.text:
                     continue
                 runs += 1
-                got = replays.get(prompt.key) if replays else None
+                got = replays.get(prompt.key)
                 exact += got is not None and (got.drafted, got.accepted) == (
                     real.drafted,
                     real.accepted,

@@ -96,7 +96,8 @@ def new_tune(
     identical_answers: bool = False,
 ) -> TuneDocument:
     """A tune document for round 1: every candidate of the space, once per prompt (``whatif``:
-    but those predicted from a longer draft of the same type and knobs; ``identical_answers``:
+    but those predicted from a longer draft of the same type and knobs, and those a drafter
+    replica replays, `tune.replays`; ``identical_answers``:
     the strict answer rule, any changed answer drops a candidate; ``delivery``: None, the
     defaults)."""
     facts = model_facts(setup.model, draft_model)
@@ -106,7 +107,9 @@ def new_tune(
         firsts = {c.type: c for c in reversed(candidates)}
         candidates = [c for c in candidates if firsts[c.type] is c]
     if whatif:
-        candidates = mark_replayed(mark_predicted(candidates))
+        candidates = mark_predicted(candidates)
+        if not (delivery and delivery.chat):  # a chat stream carries no token ids to replay
+            candidates = mark_replayed(candidates)
     configs, kept, refused = space_configs(setup, candidates, draft_model)
     if len(configs) < 2:
         reasons = "; ".join(f"{s.type}: {s.reason}" for s in [*skipped, *refused]) or "none listed"

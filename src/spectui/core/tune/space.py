@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from spectui.core.llama.binary import Capabilities
 from spectui.core.llama.specconfig import SPEC_TYPE_INFO, type_problem
+from spectui.core.tune.drafters import REPLICATED
 
 
 class Skipped(BaseModel):
@@ -129,7 +130,7 @@ class Candidate(BaseModel):
     predicted_from: str | None = None
     """The candidate (same type and knobs, the longest draft) whose runs predict this one's
     first round (`tune.predict`): it runs only if the prediction makes it a contender."""
-    settings: dict[str, float] = {}
+    settings: dict[str, float] = Field(default_factory=dict)
     """Every ``--spec-<type>-*`` flag --help gives a number for, at the value this candidate
     runs with (what a drafter replica needs, `tune.drafters`)."""
     replayed: bool = False
@@ -290,8 +291,6 @@ def mark_replayed(candidates: Sequence[Candidate]) -> list[Candidate]:
     """Of each type a drafter replica covers (`tune.drafters`), the first candidate (its
     defaults) runs, which is also what checks the replica; the others are replayed
     (`Candidate.replayed`) instead of run in round one."""
-    from spectui.core.tune.drafters import REPLICATED
-
     seen: set[str] = set()
     out = []
     for c in candidates:

@@ -8,10 +8,12 @@
 from __future__ import annotations
 
 import gc
-from typing import ClassVar
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.pilot import Pilot
 
 from spectui.config import Settings
 from spectui.core.engine.base import Engine
@@ -23,6 +25,36 @@ from spectui.ui.themes import (
     spec_variable_defaults,
     user_theme_dir,
 )
+
+
+async def headless_svg(
+    app: App[Any],
+    ready: Callable[[Pilot[object]], Awaitable[bool]],
+    *,
+    title: str,
+    size: tuple[int, int],
+    rounds: int,
+    before: Callable[[Pilot[object]], Awaitable[None]] | None = None,
+) -> str | None:
+    """Run ``app`` headless until ``ready`` (asked once per idle turn, ``rounds`` turns at
+    most), then ``before`` and its SVG screenshot; None when it never got ready."""
+    shots: list[str] = []
+
+    async def pilot_run(pilot: Pilot[object]) -> None:
+        try:
+            for _ in range(rounds):
+                if await ready(pilot):
+                    if before is not None:
+                        await before(pilot)
+                    shots.append(app.export_screenshot(title=title))
+                    break
+                await pilot.pause()
+        finally:
+            app.exit()
+
+    await app.run_async(headless=True, size=size, auto_pilot=pilot_run)
+    return shots[0] if shots else None
+
 
 GC_YOUNG_THRESHOLD = 10_000
 """Net allocations between two collections of the youngest generation while an app runs."""

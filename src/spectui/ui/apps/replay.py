@@ -15,6 +15,7 @@ from spectui.config import Settings
 from spectui.core.errors import SpectuiError
 from spectui.core.sessions.file import Session
 from spectui.core.sessions.replay import ReplayClock, ReplayEngine
+from spectui.ui.apps.base import headless_svg
 from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.screens.replay import ReplayPairScreen, ReplayScreen
 
@@ -64,22 +65,24 @@ async def replay_screenshot(
     """The SVG of the full TUI once ``session`` has played to its end (headless, at max speed)."""
     engine = ReplayEngine(session, clock=ReplayClock(None))
     app = ReplayApp([engine], settings)
-    shots: list[str] = []
 
-    async def shoot(pilot: Pilot[object]) -> None:
-        try:
-            for _ in range(SCREENSHOT_ROUNDS):
-                screen = app.main_screen
-                if screen is not None and engine.finished and not screen.running:
-                    screen.charts.replot()
-                    await pilot.pause()
-                    shots.append(app.export_screenshot(title=session.header.title))
-                    break
-                await pilot.pause()
-        finally:
-            app.exit()
+    async def finished(pilot: Pilot[object]) -> bool:
+        screen = app.main_screen
+        return screen is not None and engine.finished and not screen.running
 
-    await app.run_async(headless=True, size=size, auto_pilot=shoot)
-    if not shots:
+    async def replot(pilot: Pilot[object]) -> None:
+        if (screen := app.main_screen) is not None:
+            screen.charts.replot()
+        await pilot.pause()
+
+    shot = await headless_svg(
+        app,
+        finished,
+        title=session.header.title,
+        size=size,
+        rounds=SCREENSHOT_ROUNDS,
+        before=replot,
+    )
+    if shot is None:
         raise ReplayError(f"{session.name}: the replay did not finish; no screenshot taken")
-    return shots[0]
+    return shot
