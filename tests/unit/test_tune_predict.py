@@ -186,6 +186,10 @@ async def test_a_tune_ranks_round_one_by_prediction_and_times_the_contenders() -
     for c in doc.candidates:
         assert c.overall.predicted is not None
         assert c.overall.predicted.low <= c.overall.predicted.speedup <= c.overall.predicted.high
+    # What round one predicted stays as the race was picked from it, whatever later runs refit.
+    assert {n: p.overall for n, p in doc.predictions.items()} == {
+        c.config: c.overall.predicted for c in doc.candidates
+    }
 
 
 def test_a_race_too_noisy_to_call_ends_once_a_keep_s_rounds_are_run() -> None:

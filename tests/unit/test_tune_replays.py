@@ -234,3 +234,12 @@ def test_ngram_mod_shares_one_pool_across_slots(n_slots: int) -> None:
     replay(drafter, [5, 6, 7, 8, 1], [2], 1)
     r = replay(drafter, [3, 4, 5, 6], [7, 8, 0], 3)
     assert (r.drafted, r.accepted) == (1, 1)
+
+
+def test_a_candidate_only_predicted_is_left_out_after_round_one() -> None:
+    from spectui.core.tune.report import _out_after
+
+    assert _out_after([], reps=1) is None  # round one still running: not decided
+    assert _out_after([], reps=3) == 1
+    assert _out_after([1, 2], reps=3) == 2
+    assert _out_after([1, 2, 3], reps=3) is None

@@ -77,6 +77,8 @@ def leaderboard(
         if c.out_after is not None and result.verdict in ("inconclusive", "pending"):
             tie = "a tie · " if result.reason.startswith("a tie") else ""
             verdict = f"{tie}out after round {c.out_after}"
+            if c.rounds == 0:
+                verdict = "not timed: predicted behind"
         cells = [
             c.label,
             fmt_speedup(result),

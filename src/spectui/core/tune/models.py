@@ -127,6 +127,17 @@ class Curve(BaseModel):
     """One point per value, in value order."""
 
 
+class Prediction(BaseModel):
+    """What round one predicted for one candidate."""
+
+    model_config = ConfigDict(frozen=True)
+
+    overall: PredictedSpeedup | None = None
+    """Over every prompt."""
+    prompts: dict[str, PredictedSpeedup] = Field(default_factory=dict)
+    """Prompt key -> there."""
+
+
 class ReplicaCheck(BaseModel):
     """A drafter replica (`tune.drafters`) against the real runs of its type in round one."""
 
@@ -184,6 +195,10 @@ class TuneDocument(BaseModel):
     prompt_tokens: dict[str, list[int]] = Field(default_factory=dict)
     """Prompt key -> the prompt's token ids as the server read it: with the baseline's answers,
     what the drafter replicas replay (`tune.drafters`). Asked once, after round one."""
+    predictions: dict[str, Prediction] = Field(default_factory=dict)
+    """Config -> what round one predicted, as the race was picked from it: kept as it was when
+    the cost model is refitted on later runs. Empty until round one ends (the findings then show
+    the current model's prediction)."""
     replicas: list[ReplicaCheck] = Field(default_factory=list)
     """Each drafter replica checked against its type's real runs, and whether it was used."""
     ranked_by: Literal["prediction", "timings"] = "timings"

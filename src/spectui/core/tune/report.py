@@ -134,12 +134,20 @@ def candidate_results(
                 knobs=dict(point.knobs) if point else {},
                 args=list(config.args),
                 rounds=len(ran),
-                out_after=max(ran) if ran and max(ran) < plan.reps else None,
+                out_after=_out_after(ran, plan.reps),
                 results={r.prompt: _result(r) for r in rows if r.config == config.name},
                 overall=overall_result(plan, records, rows, config.name),
             )
         )
     return out
+
+
+def _out_after(ran: Sequence[int], reps: int) -> int | None:
+    """The round after which the race left a candidate out (one round one only predicted or
+    replayed, and the race did not take: after round 1); None while it is in."""
+    if not ran:
+        return 1 if reps > 1 else None
+    return max(ran) if max(ran) < reps else None
 
 
 def _rounds(plan: ComparePlan) -> dict[str, list[int]]:
@@ -300,14 +308,18 @@ def refreshed(document: TuneDocument) -> TuneDocument:
     results = candidate_results(plan, compare.runs, rows, document.space)
     slots = server_slots(compare.server)
     replicas = check_replicas(plan, compare.runs, document.space, document.prompt_tokens, slots)
-    predicted = predict(
-        plan,
-        compare.runs,
-        compare.cost_model,
-        document.space,
-        document.prompt_tokens,
-        replicas,
-        slots,
+    predicted = (
+        {name: (p.overall, p.prompts) for name, p in document.predictions.items()}
+        if document.predictions
+        else predict(
+            plan,
+            compare.runs,
+            compare.cost_model,
+            document.space,
+            document.prompt_tokens,
+            replicas,
+            slots,
+        )
     )
     results = [with_prediction(c, predicted.get(c.config), document.space) for c in results]
     prompts = [p.key for p in plan.prompts]

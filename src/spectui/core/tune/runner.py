@@ -39,7 +39,7 @@ from spectui.core.compare.store import (
 )
 from spectui.core.engine.base import Engine
 from spectui.core.events import ServerState
-from spectui.core.tune.models import TuneDocument
+from spectui.core.tune.models import Prediction, TuneDocument
 from spectui.core.tune.predict import usable
 from spectui.core.tune.report import refreshed
 from spectui.core.tune.search import extended, next_round
@@ -185,7 +185,15 @@ class TuneRunner:
                     overall if by_prediction and compare.plan.reps > 1 else None,
                 )
                 if compare.plan.reps == 1:
-                    self.save(ranked_by="prediction" if ranked else "timings")
+                    # The predictions the race is picked from stay in the file as they were.
+                    frozen = {
+                        c.config: Prediction(
+                            overall=c.overall.predicted,
+                            prompts={k: r.predicted for k, r in c.results.items() if r.predicted},
+                        )
+                        for c in self.document.candidates
+                    }
+                    self.save(ranked_by="prediction" if ranked else "timings", predictions=frozen)
                 if active is None:
                     yield "finished"
                     return
