@@ -12,8 +12,9 @@ followed the earlier occurrence, capped by how many of the key's last draft were
   twice as often as the others together.
 
 Unlike ngram-mod's pool, this state belongs to one server slot (`config[seq_id]`), and a server
-started with the default `--parallel -1` has 4 slots: `ServerSlots` routes each request to the
-slot the server picks (`get_available_slot`), so a start's requests replay on one `ServerSlots`.
+has as many slots as `--parallel` says (spectui starts compare servers with 1; llama-server's own
+default, -1, gives 4): `ServerSlots` routes each request to the slot the server picks
+(`get_available_slot`), so a start's requests replay on one `ServerSlots`.
 Indices kept from an earlier request are read against the current history, as upstream does.
 """
 
