@@ -271,7 +271,7 @@ def get(url: str) -> tuple[int, str]:
 
 
 def accepted_background() -> str:
-    theme = tomllib.loads((ROOT / "src" / "spectui" / "themes" / "spectui-dark.toml").read_text())
+    theme = tomllib.loads((ROOT / "themes" / "spectui-dark.toml").read_text())
     return str(theme["variables"]["spec-accepted-background"])
 
 

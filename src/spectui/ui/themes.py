@@ -1,5 +1,10 @@
-"""Theme files: shipped ones in the package's ``themes/`` (``spectui/themes``), user ones in
+"""Theme files: shipped ones in the repository's top-level ``themes/``, user ones in
 ``config_dir()/themes``. A file that fails to load is reported and skipped, never fatal.
+
+The lookup order (docs/tui.md says the same): the shipped folder first — ``spectui/themes``
+inside an installed wheel (the build copies ``themes/`` there), else the source tree's
+``themes/`` (an editable install or a checkout) — then the user's folder, whose files replace a
+shipped theme of the same name.
 
 A theme file is TOML (or JSON) with Textual's theme fields at the top level and app variables
 under ``variables``; spectui's own variables (`SPEC_VARIABLES`) fall back to colours derived from
@@ -25,7 +30,7 @@ DEFAULT_THEME = "spectui-dark"
 """Used when the configured theme is unknown or broken."""
 
 SHIPPED_THEMES = ("spectui-dark", "spectui-light", "spectui-projector", "spectui-okabe-ito")
-"""The themes in the package's ``themes/`` folder, in the order the docs list them."""
+"""The themes in the top-level ``themes/`` folder, in the order the docs list them."""
 
 SPEC_VARIABLES = (
     "spec-accepted",
@@ -115,9 +120,21 @@ def load_theme(path: Path) -> Theme:
         raise ThemeError(f"{path}: {where}: {first['msg']}") from error
 
 
+PACKAGED_THEME_DIR = "themes"
+"""The shipped themes' folder inside the installed ``spectui`` package (pyproject.toml's
+``force-include`` puts the top-level ``themes/`` there in the wheel)."""
+
+
 def shipped_theme_dir() -> Path:
-    """The shipped themes: ``spectui/themes`` inside the package (installed or editable)."""
-    return Path(str(resources.files("spectui"))) / "themes"
+    """The shipped themes: in the installed package, else the source tree's ``themes/``.
+
+    An editable install imports ``spectui`` from ``src/``, where the wheel's copy does not
+    exist, so the checkout's own folder (two levels above the package) is the one to read.
+    """
+    packaged = Path(str(resources.files("spectui"))) / PACKAGED_THEME_DIR
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[3] / "themes"
 
 
 def user_theme_dir() -> Path:
