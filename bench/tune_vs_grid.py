@@ -22,21 +22,21 @@ import argparse
 import json
 import math
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from common import needs, run_spectui
+
 HERE = Path(__file__).parent
 RESULTS = HERE / "results"
+FULL_RUN = "a run of bench/tune_vs_grid.py without --tune-only or --report-only"
 
 
 def _spectui(*args: str) -> float:
     began = time.monotonic()
-    subprocess.run(
-        [sys.executable, "-m", "spectui.cli", *args], check=True, stdout=subprocess.DEVNULL
-    )
+    run_spectui(*args)
     return time.monotonic() - began
 
 
@@ -85,9 +85,13 @@ def main() -> int:
     common = ["--n-predict", args.n_predict, "--ctx-size", "1024"]
     tune_out, grid_out = RESULTS / "tune_vs_grid.tune.json", RESULTS / "tune_vs_grid.grid.json"
     if args.report_only:
+        needs(tune_out, FULL_RUN)
+        needs(grid_out, FULL_RUN)
         tune, grid = json.loads(tune_out.read_text()), json.loads(grid_out.read_text())
         tune_s, grid_s = tune["elapsed_s"], _last_grid_seconds()
         return _report(tune, grid, tune_s, grid_s)
+    if args.tune_only:
+        needs(grid_out, FULL_RUN)  # before tune runs: its minutes would be lost
     for path in (tune_out,) if args.tune_only else (tune_out, grid_out):
         path.unlink(missing_ok=True)
     types = ["--types", args.types] if args.types else []

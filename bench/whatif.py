@@ -23,6 +23,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from common import needs
+
 HERE = Path(__file__).parent
 RESULTS = HERE / "results"
 SESSIONS = RESULTS / "costmodel-sessions"
@@ -46,6 +48,7 @@ def main() -> int:
     from spectui.core.compare.whatif import WhatIfError, what_if
     from spectui.core.sessions.file import read_session
 
+    needs(DOC, "bench/costmodel.py without --report-only")
     doc = CompareDocument.model_validate(json.loads(DOC.read_text()))
     pooled = fit_runs(doc.plan, doc.runs)  # as this code fits it (a saved doc may be older)
     runs = sorted(doc.runs, key=lambda r: r.seq)
