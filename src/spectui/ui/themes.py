@@ -85,9 +85,18 @@ class ThemeFile(BaseModel):
     """App variables, e.g. ``spec-accepted``; spectui's own must be colours."""
 
     @field_validator(
-        "primary", "secondary", "warning", "error", "success", "accent", "foreground",
-        "background", "surface", "panel", "boost",
-    )  # fmt: skip
+        "primary",
+        "secondary",
+        "warning",
+        "error",
+        "success",
+        "accent",
+        "foreground",
+        "background",
+        "surface",
+        "panel",
+        "boost",
+    )
     @classmethod
     def _colour(cls, value: str | None) -> str | None:
         return None if value is None else _check_colour(value)
