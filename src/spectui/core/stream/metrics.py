@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from spectui.core.events import MemoryEvent, RunMetrics, StepEvent, TokenEvent, TokenOrigin
+from spectui.core.events import (
+    DrafterStats,
+    MemoryEvent,
+    RunMetrics,
+    StepEvent,
+    TokenEvent,
+    TokenOrigin,
+)
 from spectui.core.llama.protocol import Timings
 
 ROLLING_WINDOW_S = 2.0
@@ -41,6 +48,8 @@ class MetricsTracker:
     """Set by whoever attributes the tokens (the counter lives in the `Attributor`), read here
     only when a snapshot is made; replay sets it from the recording."""
     _window: deque[tuple[float, int]] = field(default_factory=deque)
+    by_drafter: dict[str, list[int]] = field(default_factory=dict)
+    """Drafter -> [drafted, accepted, steps] of the steps named for it (`on_drafter`)."""
 
     def on_token(self, token: TokenEvent) -> None:
         """Count a token and when it arrived."""
@@ -67,6 +76,8 @@ class MetricsTracker:
 
     def on_step(self, step: StepEvent) -> None:
         """Count a verification step and its per-position acceptance."""
+        if step.drafter is not None:
+            self.on_drafter(step)
         self.steps += 1
         self.drafted += step.drafted
         self.accepted += step.accepted
@@ -75,6 +86,21 @@ class MetricsTracker:
             self.accepted_per_position.extend([0] * missing)
         for position in range(step.accepted):
             self.accepted_per_position[position] += 1
+
+    def on_drafter(self, step: StepEvent) -> None:
+        """Count a step for the drafter named on it (`stream.naming`; the stream cannot tell
+        which drafter of a chain made a step, so it is named beside the counts)."""
+        counts = self.by_drafter.setdefault(step.drafter or "", [0, 0, 0])
+        counts[0] += step.drafted
+        counts[1] += step.accepted
+        counts[2] += getattr(step, "steps", 1)  # (an event may stand for several steps)
+
+    def drafter_stats(self) -> dict[str, DrafterStats]:
+        """`RunMetrics.by_drafter` of the steps counted so far."""
+        return {
+            name: DrafterStats(drafted=d, accepted=a, steps=n)
+            for name, (d, a, n) in self.by_drafter.items()
+        }
 
     def on_timings(self, timings: Timings) -> None:
         """Take the prompt numbers from the server's timings (the client cannot see them)."""
@@ -134,4 +160,5 @@ class MetricsTracker:
             client_cpu_percent=self._cpu_mean(self._client_cpu_sum),
             server_cpu_percent=self._cpu_mean(self._server_cpu_sum),
             attribution_anomalies=self.attribution_anomalies,
+            by_drafter=self.drafter_stats(),
         )
