@@ -174,9 +174,12 @@ def proxy_session(
             )
             hub.listeners.append(session.recorder)
         return TrafficProxy(
-            upstream, hub=hub, upstream_key=settings.api_key, client_key=options.client_key,
+            upstream,
+            hub=hub,
+            upstream_key=settings.api_key,
+            client_key=options.client_key,
             limits=options.limits,
-        )  # fmt: skip
+        )
 
     session = ProxySession(engine, sock, hub, make_proxy, attach_url=settings.url)
     return session

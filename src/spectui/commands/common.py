@@ -91,19 +91,26 @@ def add_generation_flags(group: argparse._ArgumentGroup) -> None:
     """The generation flags, the same for the TUI, `stream`, `compare` and `tune`."""
     flag = GENERATION_FLAGS
     group.add_argument(
-        flag["n_predict"], type=positive, metavar="N",
+        flag["n_predict"],
+        type=positive,
+        metavar="N",
         help="maximum tokens to generate (default: the prompt's own, else 256)",
-    )  # fmt: skip
+    )
     group.add_argument(flag["temperature"], type=float, metavar="T", help="temperature (0)")
     group.add_argument(flag["seed"], type=int, metavar="S", help="sampling seed (42)")
     group.add_argument(flag["top_k"], type=int, metavar="K", help="top-k (server default)")
     group.add_argument(flag["top_p"], type=float, metavar="P", help="top-p (server default)")
     group.add_argument(flag["chat"], action="store_const", const=True, help="use the chat endpoint")
     group.add_argument(
-        flag["cache_prompt"], action="store_const", const=True,
+        flag["cache_prompt"],
+        action="store_const",
+        const=True,
         help="reuse the server's prompt cache",
-    )  # fmt: skip
+    )
     group.add_argument(
-        flag["stall_timeout_s"], type=float, metavar="S", dest="stall_timeout_s",
+        flag["stall_timeout_s"],
+        type=float,
+        metavar="S",
+        dest="stall_timeout_s",
         help="seconds without a byte before a run counts as stalled (60)",
-    )  # fmt: skip
+    )

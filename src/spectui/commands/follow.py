@@ -43,22 +43,32 @@ def seconds(text: str) -> float:
 def add_follow_arguments(parser: argparse.ArgumentParser) -> None:
     """What to follow and how patiently (shared with `spectui share`)."""
     parser.add_argument(
-        "target", nargs="?", type=Path, metavar="DIR|FILE",
+        "target",
+        nargs="?",
+        type=Path,
+        metavar="DIR|FILE",
         help="a session folder (its newest file, then each next run's) or one session file "
         "(default: the sessions dir)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--live", action="store_true",
+        "--live",
+        action="store_true",
         help=f"follow the broadcast folder of `spectui --broadcast` ({live_dir()})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--waiting-after", type=seconds, default=WAITING_AFTER_S, metavar="S",
+        "--waiting-after",
+        type=seconds,
+        default=WAITING_AFTER_S,
+        metavar="S",
         help=f"a run silent this long shows 'waiting…' (default {WAITING_AFTER_S:g})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--stopped-after", type=seconds, default=STOPPED_AFTER_S, metavar="S",
+        "--stopped-after",
+        type=seconds,
+        default=STOPPED_AFTER_S,
+        metavar="S",
         help=f"... and this long 'presenter stopped' (default {STOPPED_AFTER_S:g})",
-    )  # fmt: skip
+    )
 
 
 def add_follow_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -98,23 +98,36 @@ def add_share_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     )
     add_follow_arguments(share)
     share.add_argument(
-        "--listen", type=parse_listen, default=parse_listen(DEFAULT_LISTEN), metavar="HOST:PORT",
+        "--listen",
+        type=parse_listen,
+        default=parse_listen(DEFAULT_LISTEN),
+        metavar="HOST:PORT",
         help=f"where to listen (default {DEFAULT_LISTEN}: this machine only)",
-    )  # fmt: skip
+    )
     share.add_argument(
-        "--max-viewers", type=viewers, default=DEFAULT_MAX_VIEWERS, metavar="N",
+        "--max-viewers",
+        type=viewers,
+        default=DEFAULT_MAX_VIEWERS,
+        metavar="N",
         help=f"viewers at once; later ones get a page saying so (default {DEFAULT_MAX_VIEWERS})",
-    )  # fmt: skip
+    )
 
 
 def follower_command(options: FollowOptions, settings: Settings) -> str:
     """The shell command textual-serve starts per viewer (``exec``: no shell left between)."""
     argv = [
-        sys.executable, "-m", "spectui.cli", "--theme", settings.theme, "follow",
+        sys.executable,
+        "-m",
+        "spectui.cli",
+        "--theme",
+        settings.theme,
+        "follow",
         str(options.target.resolve()),
-        "--waiting-after", repr(options.waiting_after_s),
-        "--stopped-after", repr(options.stopped_after_s),
-    ]  # fmt: skip
+        "--waiting-after",
+        repr(options.waiting_after_s),
+        "--stopped-after",
+        repr(options.stopped_after_s),
+    ]
     return "exec " + shlex.join(argv)
 
 

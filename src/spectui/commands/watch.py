@@ -48,14 +48,20 @@ def add_watch_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "throughput and memory (when the server runs here).",
     )
     watch.add_argument(
-        "--url", action="append", required=True, metavar="URL",
+        "--url",
+        action="append",
+        required=True,
+        metavar="URL",
         help="a llama-server to watch (repeat for several)",
-    )  # fmt: skip
+    )
     watch.add_argument("--api-key", help="API key of the servers (or SPECTUI_API_KEY)")
     watch.add_argument(
-        "--interval", type=_interval, default=DEFAULT_INTERVAL_S, metavar="S",
+        "--interval",
+        type=_interval,
+        default=DEFAULT_INTERVAL_S,
+        metavar="S",
         help=f"seconds between polls (default {DEFAULT_INTERVAL_S:g})",
-    )  # fmt: skip
+    )
     watch.add_argument("--once", action="store_true", help="one snapshot, then exit")
     watch.add_argument("--json", action="store_true", help="JSON instead of text")
 

@@ -83,8 +83,11 @@ def enabled(override: Override, check: Callable[[], bool]) -> bool:
         asked = reason.startswith(STOCK_ENV)
         log.log(
             logging.INFO if asked else logging.WARNING,
-            "%s: using %s's public path (%s)", override.name, override.library, reason,
-        )  # fmt: skip
+            "%s: using %s's public path (%s)",
+            override.name,
+            override.library,
+            reason,
+        )
     _decided[override.name] = reason is None
     return reason is None
 

@@ -38,11 +38,25 @@ _WILDCARDS = {"0.0.0.0", "::", ""}
 
 INJECTION_ENV = frozenset(
     {
-        "GLIBC_TUNABLES", "GCONV_PATH", "LOCPATH", "NLSPATH", "HOSTALIASES", "RESOLV_HOST_CONF",
-        "PERL5LIB", "PERL5OPT", "PERLLIB", "RUBYLIB", "RUBYOPT", "NODE_OPTIONS", "NODE_PATH",
-        "BASH_ENV", "ENV", "SHELLOPTS", "PS4",
+        "GLIBC_TUNABLES",
+        "GCONV_PATH",
+        "LOCPATH",
+        "NLSPATH",
+        "HOSTALIASES",
+        "RESOLV_HOST_CONF",
+        "PERL5LIB",
+        "PERL5OPT",
+        "PERLLIB",
+        "RUBYLIB",
+        "RUBYOPT",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "BASH_ENV",
+        "ENV",
+        "SHELLOPTS",
+        "PS4",
     }
-)  # fmt: skip
+)
 """Variables that make a program load or run other code; with every ``LD_*``, ``DYLD_*`` and
 ``PYTHON*`` one, an adopted process's values are not carried over to its relaunch."""
 _INJECTION_PREFIXES = ("LD_", "DYLD_", "PYTHON")

@@ -42,9 +42,12 @@ class ClientSide:
     async def respond(self, response: Response) -> None:
         """Send a whole (not streamed) response."""
         await self.send(
-            {"type": "http.response.start", "status": response.status_code,
-             "headers": response.raw_headers}
-        )  # fmt: skip
+            {
+                "type": "http.response.start",
+                "status": response.status_code,
+                "headers": response.raw_headers,
+            }
+        )
         await self.send({"type": "http.response.body", "body": bytes(response.body)})
 
     def answered(self) -> bool:

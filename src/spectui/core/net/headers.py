@@ -12,9 +12,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 HOP_BY_HOP = frozenset(
-    {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
-     "upgrade"}
-)  # fmt: skip
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
 """Per-connection headers named by RFC 9110 §7.6.1 (plus the legacy ``Proxy-Connection``)."""
 
 FRAMED_HERE = frozenset({"host", "content-length", "expect"})

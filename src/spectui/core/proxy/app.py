@@ -152,8 +152,11 @@ class TrafficProxy:
                 401, "invalid or missing API key for the spectui proxy", "authentication_error"
             )
         if request.method not in METHODS:
-            return json_error(405, f"spectui proxy: method {request.method} is not passed on",
-                          "invalid_request_error")  # fmt: skip
+            return json_error(
+                405,
+                f"spectui proxy: method {request.method} is not passed on",
+                "invalid_request_error",
+            )
         if self.active >= self.limits.max_concurrency and request.url.path != METRICS_PATH:
             refused = json_error(
                 503,
@@ -183,9 +186,10 @@ class TrafficProxy:
             return
         except BodyTooLarge:
             too_large = json_error(
-                413, f"spectui proxy: the request body is larger than {limit} bytes (--max-body)",
+                413,
+                f"spectui proxy: the request body is larger than {limit} bytes (--max-body)",
                 "invalid_request_error",
-            )  # fmt: skip
+            )
             too_large.headers["connection"] = "close"  # (the rest of the body is not read)
             await client.respond(too_large)
             return
@@ -195,8 +199,9 @@ class TrafficProxy:
             await client.respond(json_error(502, self.key_problem, "unavailable_error"))
             if kind is not None:
                 live = self.hub.start(path, kind, _peer(request), prepare_body(kind, raw))
-                self.hub.finish(live, status=RequestStatus.ERROR, http_status=502,
-                                error=self.key_problem)  # fmt: skip
+                self.hub.finish(
+                    live, status=RequestStatus.ERROR, http_status=502, error=self.key_problem
+                )
             return
         headers = self._upstream_headers(request, generation=kind is not None)
         if kind is None:
@@ -261,9 +266,12 @@ class TrafficProxy:
             return
         try:
             await client.send(
-                {"type": "http.response.start", "status": opened.status_code,
-                 "headers": end_to_end_raw(opened.headers.raw)}
-            )  # fmt: skip
+                {
+                    "type": "http.response.start",
+                    "status": opened.status_code,
+                    "headers": end_to_end_raw(opened.headers.raw),
+                }
+            )
             try:
                 async for piece in opened.aiter_raw():
                     await client.send(
@@ -292,9 +300,13 @@ class TrafficProxy:
         try:
             try:
                 opened = await open_exchange(
-                    self.upstream, request.method, self._url(request), headers, body.upstream,
+                    self.upstream,
+                    request.method,
+                    self._url(request),
+                    headers,
+                    body.upstream,
                     connect_timeout=CONNECT_TIMEOUT_S,
-                )  # fmt: skip
+                )
             except ExchangeError as problem:
                 failed = _unreachable(problem)
                 status, http_status = RequestStatus.ERROR, failed.status_code
@@ -327,9 +339,12 @@ class TrafficProxy:
             content = await opened.read_all(limit=self.limits.max_body)
         except ExchangeError as error:
             await client.respond(
-                json_error(502, "spectui proxy: the upstream llama-server broke the response",
-                       "unavailable_error")
-            )  # fmt: skip
+                json_error(
+                    502,
+                    "spectui proxy: the upstream llama-server broke the response",
+                    "unavailable_error",
+                )
+            )
             return RequestStatus.ERROR, 502, f"upstream broke ({error})", None
         totals = response_totals(live.info.kind, content)
         ok = opened.status < 400
@@ -362,8 +377,9 @@ def _timed_out() -> Response:
 def _unreachable(error: ExchangeError) -> Response:
     if error.timeout:
         return _timed_out()
-    return json_error(502, f"spectui proxy: cannot reach the upstream llama-server ({error})",
-                  "unavailable_error")  # fmt: skip
+    return json_error(
+        502, f"spectui proxy: cannot reach the upstream llama-server ({error})", "unavailable_error"
+    )
 
 
 def _message_of(body: bytes) -> str:

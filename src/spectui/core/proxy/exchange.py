@@ -192,9 +192,13 @@ async def open_exchange(
         head = h11.Request(
             method=method,
             target=target,
-            headers=[("host", url.netloc.rpartition("@")[2]), ("content-length", str(len(body))),
-                     ("connection", "close"), *headers],
-        )  # fmt: skip
+            headers=[
+                ("host", url.netloc.rpartition("@")[2]),
+                ("content-length", str(len(body))),
+                ("connection", "close"),
+                *headers,
+            ],
+        )
         request = b"".join(
             framing.send(event) or b"" for event in (head, h11.Data(data=body), h11.EndOfMessage())
         )

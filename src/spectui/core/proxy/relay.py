@@ -36,8 +36,13 @@ async def relay(
     attribution = live.attribution
     assert attribution is not None
     t0 = live.t0
-    await client.send({"type": "http.response.start", "status": 200,
-                       "headers": end_to_end_raw(upstream.headers, drop=_LENGTH)})  # fmt: skip
+    await client.send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": end_to_end_raw(upstream.headers, drop=_LENGTH),
+        }
+    )
     pending: list[bytes] = []  # (a line not ended yet, in pieces: joined once, when it ends)
     pending_size = 0
     try:
@@ -60,8 +65,9 @@ async def relay(
                 if pending_size > limit:
                     raise _LineTooLong
             if out:
-                await client.send({"type": "http.response.body", "body": b"".join(out),
-                                   "more_body": True})  # fmt: skip
+                await client.send(
+                    {"type": "http.response.body", "body": b"".join(out), "more_body": True}
+                )
         tail = attribution.line(b"".join(pending), clock() - t0) if pending else b""
         attribution.settle()
         status = RequestStatus.ERROR if attribution.error else RequestStatus.DONE

@@ -176,9 +176,12 @@ class ServerWatcher:
     """Polls one server; each `poll()` returns a `ServerView` with deltas since the last."""
 
     def __init__(
-        self, url: str, api_key: SecretStr | None = None,
-        *, clock: Callable[[], float] = time.monotonic,
-    ) -> None:  # fmt: skip
+        self,
+        url: str,
+        api_key: SecretStr | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.client = ServerClient(url, api_key, timeout=httpx.Timeout(5.0, connect=3.0))
         self._clock = clock
         self._last_t: float | None = None
@@ -202,17 +205,23 @@ class ServerWatcher:
         except httpx.HTTPError as error:
             self._last_t = None
             return ServerView(
-                url=url, time=datetime.now(UTC), interval_s=None, reachable=False,
+                url=url,
+                time=datetime.now(UTC),
+                interval_s=None,
+                reachable=False,
                 problem=f"cannot reach {url} ({type(error).__name__})",
-            )  # fmt: skip
+            )
         now = self._clock()
         interval = None if self._last_t is None else now - self._last_t
         self._last_t = now
         if 401 in (slots_r.status_code, metrics_r.status_code):
             return ServerView(
-                url=url, time=datetime.now(UTC), interval_s=interval, reachable=True,
+                url=url,
+                time=datetime.now(UTC),
+                interval_s=interval,
+                reachable=True,
                 problem=f"{url} wants an API key: pass it with --api-key or SPECTUI_API_KEY",
-            )  # fmt: skip
+            )
         fields: dict[str, object] = {}
         fields.update(self._slot_fields(slots_r, interval))
         fields.update(self._metric_fields(metrics_r, interval))
@@ -221,8 +230,11 @@ class ServerWatcher:
 
     def _slot_fields(self, response: httpx.Response, interval: float | None) -> dict[str, object]:
         if response.status_code != 200:
-            return {"slots_note": SLOTS_OFF if response.status_code in (404, 501) else
-                    f"/slots answered HTTP {response.status_code}"}  # fmt: skip
+            return {
+                "slots_note": SLOTS_OFF
+                if response.status_code in (404, 501)
+                else f"/slots answered HTTP {response.status_code}"
+            }
         try:
             payloads = _slots.validate_json(response.content)
         except ValidationError:
@@ -239,16 +251,25 @@ class ServerWatcher:
                 total_rate += rate
             seen[slot.id] = (slot.id_task, decoded)
             views.append(
-                SlotView(id=slot.id, busy=slot.is_processing, task=slot.id_task, decoded=decoded,
-                         tokens_per_second=rate, speculative=slot.speculative)
-            )  # fmt: skip
+                SlotView(
+                    id=slot.id,
+                    busy=slot.is_processing,
+                    task=slot.id_task,
+                    decoded=decoded,
+                    tokens_per_second=rate,
+                    speculative=slot.speculative,
+                )
+            )
         self._last_slots = seen
         return {"slots": views, "generation_tokens_per_second": total_rate if interval else None}
 
     def _metric_fields(self, response: httpx.Response, interval: float | None) -> dict[str, object]:
         if response.status_code != 200:
-            return {"metrics_note": METRICS_OFF if response.status_code in (404, 501) else
-                    f"/metrics answered HTTP {response.status_code}"}  # fmt: skip
+            return {
+                "metrics_note": METRICS_OFF
+                if response.status_code in (404, 501)
+                else f"/metrics answered HTTP {response.status_code}"
+            }
         metrics = ServerMetrics.parse(response.text)
         spec = SpecCounters.of(metrics)
         prompt = metrics.value("llamacpp:prompt_tokens_total")

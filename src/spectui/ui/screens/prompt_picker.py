@@ -91,8 +91,11 @@ class PromptPickerScreen(AnswerOnce[PromptChoice | None]):
                 yield Input(str(request.temperature), type="number", compact=True, id="temperature")
                 yield Label("seed", classes="field-label")
                 yield Input(str(request.seed), type="integer", compact=True, id="seed")
-            yield Label("enter: use · ctrl+s: use (from the text box) · esc: cancel", id="hint",
-                        classes="hint")  # fmt: skip
+            yield Label(
+                "enter: use · ctrl+s: use (from the text box) · esc: cancel",
+                id="hint",
+                classes="hint",
+            )
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)
