@@ -1,7 +1,8 @@
 """Settings: defaults < TOML file in the XDG config dir < ``SPECTUI_*`` env < command-line flags.
 
 The TOML file is ``$XDG_CONFIG_HOME/spectui/config.toml`` (``SPECTUI_CONFIG`` points elsewhere).
-Command-line flags are applied by `spectui.cli` with `Settings.model_copy(update=...)`.
+Command-line flags are applied by `spectui.cli` through `load_settings(**overrides)`, which
+validates them together with the file and env (a bad flag value is one `SettingsError` line).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """One buffered asyncio protocol, for every socket spectui reads itself.
 
 Both the client transport (`llama.transport`, under httpx) and the proxy's generation exchange
-(`traffic.exchange`, under httptools) read the same way: what arrives is appended to a list and
+(`proxy.exchange`, under httptools) read the same way: what arrives is appended to a list and
 wakes the one task waiting for it through a future (one loop callback per arrival, no anyio
 cancel scope, no `asyncio.Event`); past `HIGH_WATER` unread bytes the socket stops being read, so
 a consumer that stops pulling cannot make a stream fill memory; a full kernel send buffer makes
