@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+from dataclasses import dataclass
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spectui.core.events import StepEvent, TokenEvent, TokenOrigin
 from spectui.core.llama.protocol import ServerMetrics
 from spectui.core.stream.attribution import Attributor, ChunkCounters
+from spectui.core.stream.metrics import MetricsTracker
 from spectui.core.stream.run import ChunkProcessor
 
 from .sse import FIXTURES, sse_payloads
@@ -114,10 +119,14 @@ def test_merged_chunk_counts_tokens_not_chunks() -> None:
     attributor.feed(counters("x", 1))
     events = attributor.feed(counters("é!", 4, drafted=3, accepted=2))
     tokens = [e for e in events if isinstance(e, TokenEvent)]
-    assert [t.origin for t in tokens] == [TokenOrigin.DRAFT, TokenOrigin.DRAFT, TokenOrigin.TARGET]
     assert [t.text for t in tokens] == ["", "", "é!"]
     assert tokens[-1].rejected_before == 1
     assert attributor.tokens == 4
+    # Two drafts then the target, or a draftless decode then a step still owing its target, or
+    # two steps: only what every reading agrees on is said.
+    assert [t.origin for t in tokens] == [TokenOrigin.UNKNOWN] * 3
+    (step,) = [e for e in events if isinstance(e, StepEvent)]
+    assert (step.steps, step.steps_min, step.split_known) == (1, 1, False)
 
 
 def test_chunk_without_new_tokens_emits_nothing() -> None:
@@ -140,3 +149,191 @@ def test_counters_that_do_not_fit_are_counted_into_the_numbers() -> None:
     summary = processor.summary(t=0.4).metrics
     assert summary.attribution_anomalies == 2
     assert (summary.tokens, summary.steps, summary.drafted, summary.accepted) == (4, 3, 12, 8)
+
+
+# --- Chunks that carry several verification steps (held-back UTF-8) ---------------------------
+
+
+def test_two_steps_in_one_chunk_nothing_accepted() -> None:
+    # The reported case: predicted_n +2 with draft_n +4 and nothing accepted (a random MTP head,
+    # n-max 2): two steps whose target tokens came in one chunk.
+    attributor = Attributor()
+    attributor.feed(counters("a", 1))
+    attributor.feed(counters("b", 2, drafted=2))
+    events = attributor.feed(counters("\u00e9", 4, drafted=6))
+    step, *tokens = events
+    assert isinstance(step, StepEvent)
+    assert (step.index, step.steps, step.drafted, step.accepted) == (1, 2, 4, 0)
+    assert step.split_known
+    assert [t.origin for t in tokens if isinstance(t, TokenEvent)] == [TokenOrigin.TARGET] * 2
+    assert attributor.steps == 3
+    assert attributor.accepted_per_position == []
+
+
+def random_mtp_chunks() -> list[ChunkCounters]:
+    """40 tokens of a random-weights MTP head (n-max 2, 0 % acceptance), as the server makes
+    them: token 0 from the prompt, 37 steps drafting 2, one drafting 1 (n_remaining - 1), the last
+    token without a draft; 7 tokens held back into the next chunk (byte-fallback UTF-8)."""
+    drafts = [0] + [2] * 37 + [1] + [0]
+    held = {3, 8, 9, 15, 22, 30, 38}  # sent with the token after them (38: with the last one)
+    chunks: list[ChunkCounters] = []
+    drafted = 0
+    for index, size in enumerate(drafts):
+        drafted += size
+        if index not in held:
+            chunks.append(counters("x", index + 1, drafted=drafted))
+    return chunks
+
+
+@pytest.mark.parametrize("limit", [40, None])
+def test_random_mtp_head_with_held_back_tokens_counts_every_step(limit: int | None) -> None:
+    chunks = random_mtp_chunks()
+    assert sum(b.draft_n > a.draft_n for a, b in itertools.pairwise(chunks)) < 38
+    tracker = MetricsTracker()
+    attributor = Attributor(limit=limit)
+    for chunk in chunks:
+        tracker.on_attributed(attributor.feed(chunk))
+    metrics = tracker.snapshot()
+    assert (metrics.tokens, metrics.drafted, metrics.accepted) == (40, 75, 0)
+    assert metrics.steps_unsplit == metrics.accepted_unplaced == metrics.origin_unknown_tokens == 0
+    assert metrics.steps == 38  # = /metrics' spec_decode_num_drafts_total
+    # Each merged chunk of two 2-token drafts could, by the counters alone, be one step of 4 and
+    # a draftless decode: counted as tokens - accepted, and said to be unproven. The last chunk
+    # (a step drafting 1, then the draftless last token) is proven either way: 1 draft, 1 step.
+    assert (metrics.steps_maybe_fewer, metrics.steps_maybe_more) == (6, 0)
+    assert attributor.anomalies == 0
+
+
+def test_one_step_whose_chunk_ends_inside_it() -> None:
+    # A step drafts 3 and accepts 3; two tokens come in one chunk (the first ended inside a
+    # character). 3 drafts can be one step only, so its split is known; but the first token may
+    # also be a draftless decode before it, so only the second is surely a draft.
+    attributor = Attributor()
+    attributor.feed(counters("a", 1))
+    step, *tokens = attributor.feed(counters("\u4e2d", 3, drafted=3, accepted=3))
+    assert isinstance(step, StepEvent)
+    assert (step.steps, step.steps_min, step.split_known) == (1, 1, True)
+    origins = [t.origin for t in tokens if isinstance(t, TokenEvent)]
+    assert origins == [TokenOrigin.UNKNOWN, TokenOrigin.DRAFT]
+    rest = attributor.feed(counters("b", 4, drafted=3, accepted=3))
+    assert [t.origin for t in rest if isinstance(t, TokenEvent)] == [TokenOrigin.DRAFT]
+    assert attributor.accepted_per_position == [1, 1, 1]
+    # The next step's single-token chunk settles what the old step still owed.
+    events = attributor.feed(counters("cd", 7, drafted=5, accepted=4))
+    assert attributor.anomalies == 0
+    assert [e.origin for e in events if isinstance(e, TokenEvent)][-1] is not None
+
+
+def test_previous_steps_rest_comes_first() -> None:
+    # Step 0 accepts 2 drafts and releases only its first; the next chunk holds its other draft
+    # and target (held back) and the first token of step 1: attributed without an anomaly.
+    attributor = Attributor()
+    attributor.feed(counters("a", 1))
+    attributor.feed(counters("b", 2, drafted=3, accepted=2))
+    events = attributor.feed(counters("cd", 5, drafted=6, accepted=2))
+    tokens = [e for e in events if isinstance(e, TokenEvent)]
+    steps = [e for e in events if isinstance(e, StepEvent)]
+    assert [t.origin for t in tokens] == [TokenOrigin.DRAFT, TokenOrigin.TARGET, TokenOrigin.TARGET]
+    assert [t.step for t in tokens] == [0, 0, 1]
+    assert (steps[0].steps, steps[0].first_token) == (1, 4)
+    assert attributor.anomalies == 0
+    assert attributor.accepted_per_position == [1, 1]
+
+
+def test_several_steps_with_accepted_drafts_are_unsplit() -> None:
+    # 4 tokens, 6 drafted, 2 accepted in one chunk: one step of 2 accepted + a draftless decode,
+    # or two steps (2+0, 1+1, 0+2 ...): the split is unknown and said so.
+    tracker = MetricsTracker()
+    attributor = Attributor()
+    tracker.on_attributed(attributor.feed(counters("a", 1)))
+    tracker.on_attributed(attributor.feed(counters("\U0001f600", 5, drafted=6, accepted=2)))
+    metrics = tracker.snapshot()
+    assert metrics.steps == 2  # tokens - accepted
+    assert (metrics.steps_maybe_fewer, metrics.steps_maybe_more) == (1, 2)
+    assert (metrics.steps_unsplit, metrics.accepted_unplaced) == (2, 2)
+    assert metrics.accepted_per_position == []
+    assert metrics.origin_unknown_tokens == 4  # (the last may be a draft of a step still open)
+
+
+# --- A simulated server --------------------------------------------------------------------------
+
+
+@dataclass
+class Simulated:
+    chunks: list[ChunkCounters]
+    origins: list[TokenOrigin]
+    steps: int
+    drafted: int
+    accepted: int
+    per_position: list[int]
+
+
+@st.composite
+def simulated_server(draw: st.DrawFn) -> Simulated:
+    """A response as llama-server streams it: draftless decodes (the prompt's token, empty
+    drafts, the last token before the limit), steps that draft up to n-max and accept a prefix,
+    and tokens held back into the next chunk."""
+    limit = draw(st.integers(2, 40))
+    n_max = draw(st.integers(1, 5))
+    empty = draw(st.booleans())
+    hold = draw(st.floats(0.0, 0.7))
+    origins = [TokenOrigin.TARGET]
+    counts = [(0, 0)]  # cumulative (drafted, accepted) as each token is sent
+    steps = drafted = accepted = 0
+    per_position: list[int] = []
+    while len(origins) < limit:
+        room = limit - len(origins) - 1  # the server drafts at most n_remaining - 1
+        if room < 1 or (empty and draw(st.booleans())):
+            origins.append(TokenOrigin.TARGET)
+            counts.append((drafted, accepted))
+            continue
+        size = draw(st.integers(1, min(n_max, room)))
+        took = draw(st.integers(0, size))
+        steps, drafted, accepted = steps + 1, drafted + size, accepted + took
+        per_position += [0] * (took - len(per_position))
+        for position in range(took):
+            per_position[position] += 1
+        origins += [TokenOrigin.DRAFT] * took + [TokenOrigin.TARGET]
+        counts += [(drafted, accepted)] * (took + 1)
+    chunks = [
+        counters("x", index + 1, drafted=d, accepted=a)
+        for index, (d, a) in enumerate(counts)
+        if index == len(counts) - 1 or draw(st.floats(0, 1)) >= hold
+    ]
+    return Simulated(chunks, origins, steps, drafted, accepted, per_position)
+
+
+@settings(max_examples=400, deadline=None)
+@given(sim=simulated_server(), knows_limit=st.booleans())
+def test_simulated_server_is_attributed_exactly_where_it_can_be(
+    sim: Simulated, knows_limit: bool
+) -> None:
+    attributor = Attributor(limit=len(sim.origins) if knows_limit else None)
+    tracker = MetricsTracker()
+    tokens: list[TokenEvent] = []
+    for chunk in sim.chunks:
+        events = attributor.feed(chunk)
+        tracker.on_attributed(events)
+        tokens += [e for e in events if isinstance(e, TokenEvent)]
+    metrics = tracker.snapshot()
+    assert attributor.anomalies == 0
+    assert [t.index for t in tokens] == list(range(len(sim.origins)))
+    assert (metrics.drafted, metrics.accepted) == (sim.drafted, sim.accepted)
+    # Steps: within the range that fits the counters; exact where that range is one count.
+    fewer, more = metrics.steps_maybe_fewer, metrics.steps_maybe_more
+    assert metrics.steps - fewer <= sim.steps <= metrics.steps + more
+    # Known origins are right; unknown ones are counted.
+    for token, truth in zip(tokens, sim.origins, strict=True):
+        assert token.origin in (truth, TokenOrigin.UNKNOWN)
+    unknown = sum(t.origin is TokenOrigin.UNKNOWN for t in tokens)
+    assert metrics.origin_unknown_tokens == unknown
+    # Per position: the known part is a part of the truth; the rest is the unplaced drafts.
+    known = metrics.accepted_per_position
+    assert all(n <= m for n, m in zip(known, sim.per_position, strict=False))
+    assert len(known) <= len(sim.per_position)
+    assert sum(known) + metrics.accepted_unplaced == sim.accepted
+    if metrics.steps_unsplit == 0:
+        assert known == sim.per_position
+    if len(sim.chunks) == len(sim.origins):  # nothing held back: everything is known
+        assert metrics.steps == sim.steps
+        assert fewer == more == metrics.steps_unsplit == unknown == 0

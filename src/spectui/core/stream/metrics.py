@@ -34,6 +34,11 @@ class MetricsTracker:
     accepted: int = 0
     steps: int = 0
     accepted_per_position: list[int] = field(default_factory=list)
+    steps_maybe_fewer: int = 0
+    steps_maybe_more: int = 0
+    steps_unsplit: int = 0
+    accepted_unplaced: int = 0
+    origin_unknown_tokens: int = 0
     first_token_t: float | None = None
     last_token_t: float | None = None
     prompt_tokens: int | None = None
@@ -55,8 +60,11 @@ class MetricsTracker:
         """Count a token and when it arrived."""
         t = token.t
         self.tokens += 1
-        if token.origin is TokenOrigin.DRAFT:
+        origin = token.origin
+        if origin is TokenOrigin.DRAFT:
             self.draft_tokens += 1
+        elif origin is TokenOrigin.UNKNOWN:
+            self.origin_unknown_tokens += 1
         if self.first_token_t is None:
             self.first_token_t = t
         self.last_token_t = t
@@ -75,12 +83,22 @@ class MetricsTracker:
                 self.on_step(event)
 
     def on_step(self, step: StepEvent) -> None:
-        """Count a verification step and its per-position acceptance."""
+        """Count a verification step (or the several one event stands for) and, where its
+        split is known, its per-position acceptance."""
         if step.drafter is not None:
             self.on_drafter(step)
-        self.steps += 1
+        self.steps += step.steps
         self.drafted += step.drafted
         self.accepted += step.accepted
+        if step.steps_max != step.steps_min:
+            self.steps_maybe_fewer += step.steps - step.steps_min
+            self.steps_maybe_more += step.steps_max - step.steps
+        if not step.split_known:
+            self.steps_unsplit += step.steps
+            self.accepted_unplaced += step.accepted
+            return
+        if step.steps > 1:
+            return  # (a known split of several steps: none of them accepted a draft)
         missing = step.accepted - len(self.accepted_per_position)
         if missing > 0:
             self.accepted_per_position.extend([0] * missing)
@@ -93,7 +111,7 @@ class MetricsTracker:
         counts = self.by_drafter.setdefault(step.drafter or "", [0, 0, 0])
         counts[0] += step.drafted
         counts[1] += step.accepted
-        counts[2] += getattr(step, "steps", 1)  # (an event may stand for several steps)
+        counts[2] += step.steps  # (an event may stand for several steps)
 
     def drafter_stats(self) -> dict[str, DrafterStats]:
         """`RunMetrics.by_drafter` of the steps counted so far."""
@@ -160,5 +178,10 @@ class MetricsTracker:
             client_cpu_percent=self._cpu_mean(self._client_cpu_sum),
             server_cpu_percent=self._cpu_mean(self._server_cpu_sum),
             attribution_anomalies=self.attribution_anomalies,
+            steps_maybe_fewer=self.steps_maybe_fewer,
+            steps_maybe_more=self.steps_maybe_more,
+            steps_unsplit=self.steps_unsplit,
+            accepted_unplaced=self.accepted_unplaced,
+            origin_unknown_tokens=self.origin_unknown_tokens,
             by_drafter=self.drafter_stats(),
         )
