@@ -1,10 +1,13 @@
-"""`spectui whatif RUN.jsonl [--draft-max 2,4,8,16] [--cost-model FILE] [--json]`.
+"""`spectui whatif RUN.jsonl [--draft-max K,K] [--also RUN2.jsonl] [--cost-model FILE] [--json]`.
 
-From one recorded run (a session file of the TUI, ``stream --record`` or ``proxy --record``) at
-draft max K: predicted tokens per step and tokens/s at other draft maxima (`core.compare.whatif`
-states the model). The step cost is fitted on the run's own decodes, or taken from a compare or
-tune file of the same server (``--cost-model``). ``--json`` prints exactly
-``{"cost_model", "recorded", "predictions"}``.
+From one recorded run (a session file of the TUI, ``stream --record``, ``proxy --record`` or
+``compare --record``) at draft max K, of any type that drafts: predicted tokens per step and
+tokens/s, each with its interval, at other draft maxima (`core.compare.whatif` states the
+model). The step is priced from the run's own decodes (with ``--also``, further runs of the same
+server and type help: one at a second draft max separates a step's fixed cost from its
+per-token cost), or by a compare or tune file of the same server (``--cost-model``). What the
+run cannot tell is said in one line each. ``--json`` prints exactly
+``{"cost_model", "step_cost", "recorded", "predictions", "notes"}``.
 """
 
 from __future__ import annotations
@@ -13,10 +16,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from spectui.core.errors import SpectuiError
+
+if TYPE_CHECKING:
+    from spectui.core.compare.whatif import WhatIf
+    from spectui.core.sessions.file import Session
 
 DEFAULT_DRAFT_MAX = (2, 4, 8, 16)
 """The draft maxima predicted when none are given."""
@@ -40,6 +48,8 @@ class WhatIfOptions(BaseModel):
     """Draft maxima to predict at, in the order given."""
     cost_model: Path | None = None
     """A compare or tune JSON whose fitted cost model to use (else: fitted on the run)."""
+    also: tuple[Path, ...] = ()
+    """Further recorded runs of the same server and type whose steps help price a step."""
     json_out: bool = Field(default=False)
     """Print the JSON object instead of the table."""
 
@@ -65,6 +75,7 @@ class WhatIfOptions(BaseModel):
             "file": flags["file"],
             "draft_max": flags.get("draft_max") or DEFAULT_DRAFT_MAX,
             "cost_model": flags.get("cost_model"),
+            "also": tuple(flags.get("also") or ()),
             "json_out": bool(flags.get("json")),
         }
         try:
@@ -93,6 +104,14 @@ def add_whatif_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
         metavar="FILE",
         help="take the step cost from a compare or tune JSON of the same server",
     )
+    parser.add_argument(
+        "--also",
+        action="append",
+        type=Path,
+        metavar="RUN2.jsonl",
+        help="another recorded run of the same server and type (e.g. at a second draft max): "
+        "its steps help tell a step's fixed cost from its per-token cost",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -116,36 +135,58 @@ def _load_cost_model(path: Path) -> object:
         raise WhatIfUsageError(f"{path}: its cost_model is not one this spectui reads") from None
 
 
+def _session(path: Path) -> Session:
+    from spectui.core.sessions.file import read_session
+
+    session = read_session(path)
+    if session.problem:
+        print(f"spectui: {session.problem}", file=sys.stderr)
+    return session
+
+
 def run_whatif(args: argparse.Namespace) -> int:
     """Run `spectui whatif`; returns the exit status."""
     from spectui.core.compare.costmodel import CostModel
     from spectui.core.compare.whatif import what_if
-    from spectui.core.sessions.file import read_session
 
     options = WhatIfOptions.from_args(args)
+    if options.also and options.cost_model:
+        raise WhatIfUsageError("--also and --cost-model are two ways to price a step: give one")
     model = _load_cost_model(options.cost_model) if options.cost_model else None
-    session = read_session(options.file)
-    if session.problem:
-        print(f"spectui: {session.problem}", file=sys.stderr)
-    result = what_if(session, options.draft_max, model if isinstance(model, CostModel) else None)
+    session = _session(options.file)
+    also = [_session(path) for path in options.also]
+    result = what_if(
+        session, options.draft_max, model if isinstance(model, CostModel) else None, also
+    )
     if options.json_out:
         print(result.model_dump_json(indent=1))
         return 0
-    rec = result.recorded
-    cost = result.cost_model
-    params = ", ".join(f"{k} {v:.3g}" for k, v in cost.parameters.items())
-    error = f"{cost.median_abs_error:.1%}" if cost.median_abs_error is not None else "?"
+    _print(result)
+    return 0
+
+
+def _print(result: WhatIf) -> None:
+    rec, cost = result.recorded, result.step_cost
     print(
         f"recorded: {rec.spec}, draft max {rec.draft_max}, {rec.tokens} tokens, {rec.steps} steps"
     )
     measured = f"{rec.tokens_per_second:.1f}" if rec.tokens_per_second else "?"
     print(f"  measured {measured} tok/s, model {rec.predicted_tokens_per_second:.1f} tok/s")
-    print(f"cost model ({cost.source}, {cost.points} points): {params}; median error {error}")
-    print(f"{'draft max':>9}  {'tok/step':>8}  {'tok/s':>7}  {'vs run':>6}")
+    where = {"run": "this run's", "runs": "these runs'", "cost-model": "the cost model's"}
+    split = (
+        f"{cost.fixed_ms(cost.per_token_ms):.3g} ms + {cost.per_token_ms:.3g} ms per drafted token"
+        if cost.separable
+        else f"{cost.anchor_ms:.3g} ms at {cost.anchor_drafted:.3g} drafted, "
+        f"{cost.per_token_low:.3g} to {cost.per_token_high:.3g} ms of it per drafted token"
+    )
+    print(f"step cost ({where[cost.source]} {cost.steps} steps): {split}")
+    print(f"{'draft max':>9}  {'tok/step':>8}  {'tok/s':>8}  {'interval':>17}  {'vs run':>6}")
     for p in result.predictions:
         mark = "  extrapolated" if p.extrapolated else ""
+        span = f"{p.low:.1f}-{p.high:.1f}"
         print(
-            f"{p.draft_max:>9}  {p.tokens_per_step:>8.2f}  {p.tokens_per_second:>7.1f}  "
-            f"{p.speedup_vs_recorded:>5.2f}x{mark}"
+            f"{p.draft_max:>9}  {p.tokens_per_step:>8.2f}  {p.tokens_per_second:>8.1f}  "
+            f"{span:>17}  {p.speedup_vs_recorded:>5.2f}x{mark}"
         )
-    return 0
+    for note in result.notes:
+        print(f"note: {note}")

@@ -1,37 +1,55 @@
 """What-if for draft length: one recorded run at draft max K, predicted at other draft maxima K'.
 
-The run gives, per verification step, how many tokens were drafted (``d``) and accepted (``a``),
-plus the decodes that tried no draft at all (``singles``). The prediction at K' assumes the
-text and where drafts are tried stay the same, and that a draft position is accepted as often
-as it was (the acceptance of a position does not depend on how long the draft behind it is):
+Works for every type that drafts (draft-mtp, draft-simple, draft-eagle3, draft-dflash,
+draft-dspark, the n-gram types): what it needs is each verification step's drafted (``d``) and
+accepted (``a``) counts, the decodes that tried no draft (``singles``), and each decode's time.
+The prediction at K' assumes the text and where drafts are tried stay the same, and that a draft
+position is accepted as often as it was (its acceptance does not depend on the draft's length):
 
 - K' <= K (from the recorded positions): a step accepts ``min(a, K')`` and drafts
-  ``min(d, K')``, so tokens per step are ``1 + sum_{j<=K'} P(a >= j)``;
-- K' > K (**extrapolated**, flagged): positions past K accept with the last recorded position's
-  conditional rate, ``r = P(a >= K) / P(a >= K-1)`` (geometric: ``P(a >= j) = P(a >= K) r^(j-K)``),
-  and only steps that drafted the full K draft ``K' - K`` more.
+  ``min(d, K')``, so tokens per step are ``1 + sum_{j<=K'} P(a >= j)``; its interval is that
+  mean's sampling error (`Z` standard errors of ``min(a, K')`` over the steps);
+- K' > K (**extrapolated**, flagged): positions past K were never drafted, so their acceptance is
+  unknown. The point takes the last recorded position's conditional rate,
+  ``r = P(a >= K) / P(a >= K-1)`` (geometric: ``P(a >= j) = P(a >= K) r^(j-K)``); the interval
+  spans none of them accepted (r = 0) to all of them (r = 1). Only steps that drafted the full K
+  draft ``K' - K`` more.
 
 The spec-step tokens of the run (``steps + accepted``) then take ``tokens / tokens-per-step``
-steps at K', the singles stay, and the cost model (`costmodel`) prices each decode:
-tokens/s at K' = tokens after the first / (singles x decode_ms + steps' x c(mean drafted')),
-with c(d) = decode_ms + step_ms + drafted_ms x d: a shorter draft takes more steps, and each
-pays the step's fixed cost again. ``speedup_vs_recorded`` divides by the model's own figure at
-the recorded K, so a bias of the model common to both cancels.
+steps at K', the singles stay, and the step price (`whatif_cost`) costs each decode: tokens/s at
+K' = tokens after the first / (singles x decode_ms + steps' x c(mean drafted')), with
+c(d) = fixed + per_token x d: a shorter draft takes more steps, and each pays the fixed cost
+again. Where the run cannot tell the fixed from the per-token cost (every step drafted one
+length, as a draft-mtp run always does), every plausible split is priced and the interval spans
+them, with one line saying which run would tell. The interval also carries the machine's
+run-to-run spread (`whatif_cost.RUN_SPREAD`, or a given cost model's p90 error).
+``speedup_vs_recorded`` divides the point by the model's own figure at K.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from spectui.core.compare.costmodel import CostModel, fit_decodes, spec_group
+from spectui.core.compare.costmodel import CostModel, spec_group
+from spectui.core.compare.whatif_cost import (
+    StepCost,
+    cost_model_of,
+    from_decodes,
+    from_model,
+    notes,
+)
 from spectui.core.errors import SpectuiError
 from spectui.core.events import StepEvent, TokenEvent
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.sessions.file import Session
+
+Z = 2.0
+"""Standard errors on each side of a recorded acceptance (about 95 %)."""
 
 
 class WhatIfError(SpectuiError):
@@ -95,11 +113,11 @@ class Recorded(BaseModel):
     tokens_per_second: float | None
     """Measured decode rate."""
     predicted_tokens_per_second: float | None
-    """The cost model's decode rate for it."""
+    """The model's decode rate for it."""
 
 
 class Prediction(BaseModel):
-    """One draft maximum's prediction."""
+    """One draft maximum's prediction, with its interval."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -107,25 +125,39 @@ class Prediction(BaseModel):
     """K'."""
     tokens_per_step: float
     """Predicted tokens per verification step."""
+    tokens_per_step_low: float
+    """Its low end (K' > K: no position past K accepted)."""
+    tokens_per_step_high: float
+    """Its high end (K' > K: every position past K accepted after K)."""
     tokens_per_second: float
-    """Predicted decode rate."""
+    """Predicted decode rate (the point)."""
+    low: float
+    """The rate's low end: the worst plausible split and acceptance, less the spread."""
+    high: float
+    """The rate's high end: the best plausible split and acceptance, plus the spread."""
     speedup_vs_recorded: float
-    """That rate over the model's rate at the recorded K."""
+    """The point over the model's rate at the recorded K."""
     extrapolated: bool
     """K' > K: positions past the recorded ones follow the stated geometric model."""
 
 
 class WhatIf(BaseModel):
-    """`spectui whatif --json`: the model, the recorded run, one prediction per draft max."""
+    """`spectui whatif --json`: the step price, the recorded run, one prediction per draft max,
+    and the lines that say what the run could not tell."""
 
     model_config = ConfigDict(frozen=True)
 
     cost_model: CostModel
-    """The step cost used."""
+    """The point's step cost as a cost model (the given one with ``--cost-model``)."""
+    step_cost: StepCost
+    """The step price with the range of splits of its fixed and per-token cost."""
     recorded: Recorded
     """The run predicted from."""
     predictions: list[Prediction] = Field(default_factory=list)
     """One per draft max asked, in the order asked."""
+    notes: list[str] = Field(default_factory=list)
+    """One line each: the costs not separable (and which run would separate them), positions
+    past K assumed, a chain's steps priced alike."""
 
 
 def session_counts(session: Session) -> tuple[StepCounts, list[tuple[int, float]]]:
@@ -178,36 +210,99 @@ def predict_at(counts: StepCounts, k_new: int) -> tuple[float, float, bool]:
         per_step = 1 + sum(counts.at_least(j) for j in range(1, k_new + 1))
         drafted = statistics.fmean(min(d, k_new) for d in counts.drafted)
         return per_step, drafted, False
-    last = counts.at_least(k)
-    before = counts.at_least(k - 1) if k > 1 else 1.0
-    ratio = min(1.0, last / before) if before > 0 else 0.0
     per_step = 1 + sum(counts.at_least(j) for j in range(1, k + 1))
-    per_step += sum(last * ratio ** (j - k) for j in range(k + 1, k_new + 1))
+    per_step += sum(counts.at_least(k) * _ratio(counts) ** (j - k) for j in range(k + 1, k_new + 1))
     drafted = statistics.fmean(d + (k_new - k if d >= k else 0) for d in counts.drafted)
     return per_step, drafted, True
 
 
-def _rate(counts: StepCounts, model: CostModel, group: str | None, k_new: int) -> float:
-    per_step, drafted, _ = predict_at(counts, k_new)
+def _ratio(counts: StepCounts) -> float:
+    """The last recorded position's acceptance given the one before: P(a >= K) / P(a >= K-1)."""
+    k = counts.draft_max
+    last = counts.at_least(k)
+    before = counts.at_least(k - 1) if k > 1 else 1.0
+    return min(1.0, last / before) if before > 0 else 0.0
+
+
+def acceptance_range(counts: StepCounts, k_new: int) -> tuple[float, float]:
+    """Tokens per step at ``k_new``: (low, high) of what the run tells (see the module)."""
+    k = counts.draft_max
+    values = [min(a, k_new, k) for a in counts.accepted]
+    error = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
+    known = 1 + statistics.fmean(values)
+    low, high = max(1.0, known - Z * error), min(1.0 + min(k, k_new), known + Z * error)
+    if k_new > k:
+        high += (k_new - k) * counts.at_least(k)
+    return low, high
+
+
+def _seconds(
+    counts: StepCounts, cost: StepCost, k_new: int, per_step: float, per_token: float
+) -> float:
+    _, drafted, _ = predict_at(counts, k_new)
     spec_tokens = counts.steps + sum(counts.accepted)
-    steps = spec_tokens / per_step
-    per = model.drafted_ms(group) or 0.0
-    step = model.decode_ms + model.step_ms(group) + per * drafted
-    ms = counts.singles * model.decode_ms + steps * step
-    return counts.tokens / (ms / 1000)
+    ms = counts.singles * (cost.decode_ms or 0.0)
+    ms += spec_tokens / per_step * cost.step_ms(drafted, per_token)
+    return ms / 1000
+
+
+def _rates(counts: StepCounts, cost: StepCost, k_new: int) -> tuple[float, float, float]:
+    """(point, low, high) tokens/s at ``k_new``: every corner of split x acceptance priced."""
+    per_step, _, _ = predict_at(counts, k_new)
+    point = counts.tokens / _seconds(counts, cost, k_new, per_step, cost.per_token_ms)
+    corners = [
+        counts.tokens / _seconds(counts, cost, k_new, accepted, per_token)
+        for accepted in acceptance_range(counts, k_new)
+        for per_token in (cost.per_token_low, cost.per_token_high)
+    ]
+    low = min(min(corners), point) / (1 + cost.spread)
+    high = max(max(corners), point) * (1 + cost.spread)
+    return point, low, high
 
 
 def what_if(
-    session: Session, draft_maxima: Sequence[int], model: CostModel | None = None
+    session: Session,
+    draft_maxima: Sequence[int],
+    model: CostModel | None = None,
+    also: Sequence[Session] = (),
 ) -> WhatIf:
     """Predictions at each of ``draft_maxima``; ``model``: a fitted cost model of the same server
-    (else one is fitted on this run's own decodes)."""
+    (else the step is priced from this run's own decodes, and those of ``also``: further runs of
+    the same server and type, e.g. at another draft max)."""
     counts, decodes = session_counts(session)
+    spec = session.header.server.spec
+    group = spec_group(spec.types) if spec is not None else None
+    for other in also:
+        theirs = other.header.server.spec
+        if (spec_group(theirs.types) if theirs is not None else None) != group:
+            raise WhatIfError(
+                f"{other.name}: another spec type than {session.name}, its steps cost otherwise"
+            )
+    more = [d for other in also for d in session_counts(other)[1]]
     summary = session.summary
     measured = summary.metrics.tokens_per_second if summary is not None else None
-    return predict_counts(
-        counts, decodes, session.header.server.spec, draft_maxima, model, session.name, measured
-    )
+    return predict_counts(counts, decodes, spec, draft_maxima, model, session.name, measured, more)
+
+
+def _step_cost(
+    counts: StepCounts,
+    decodes: Sequence[tuple[int, float]],
+    group: str | None,
+    model: CostModel | None,
+    more: Sequence[tuple[int, float]],
+    name: str,
+) -> StepCost:
+    if model is not None:
+        cost = from_model(model, group, counts.drafted)
+        if cost is None:
+            raise WhatIfError(
+                f"the cost model has no drafted-token cost for {group} (another spec)"
+            )
+        return cost
+    try:
+        return from_decodes([*decodes, *more], "runs" if more else "run")
+    except ValueError:
+        raise WhatIfError(f"{name}: no verification step of the run was timed") from None
 
 
 def predict_counts(
@@ -218,38 +313,38 @@ def predict_counts(
     model: CostModel | None = None,
     name: str = "the run",
     measured: float | None = None,
+    more: Sequence[tuple[int, float]] = (),
 ) -> WhatIf:
-    """`what_if` from a run's counts and decode times (``name``: the run, for messages)."""
-    group = spec_group(spec.types) if spec is not None else None
+    """`what_if` from a run's counts and decode times (``name``: the run, for messages;
+    ``more``: further runs' decodes that help price a step)."""
     if counts.steps == 0 or counts.draft_max < 1:
         raise WhatIfError(f"{name}: the run has no verification steps to predict from")
-    group = group or ("ngram" if spec is None else None)
-    if model is None:
-        model = fit_decodes(decodes, group)
-        if model is None or len({d for d, _ in decodes}) < 2:
-            raise WhatIfError(
-                f"{name}: every decode of this run verified the same batch, so its step "
-                "times cannot tell the cost of a decode from that of a drafted token; give "
-                "--cost-model with a compare or tune file of the same server"
-            )
-    if model.drafted_ms(group) is None:
-        raise WhatIfError(f"the cost model has no drafted-token cost for {group} (another spec)")
-    recorded_rate = _rate(counts, model, group, counts.draft_max)
+    group = spec_group(spec.types) if spec is not None else "ngram"
+    cost = _step_cost(counts, decodes, group, model, more, name)
+    recorded_rate = counts.tokens / _seconds(
+        counts, cost, counts.draft_max, predict_at(counts, counts.draft_max)[0], cost.per_token_ms
+    )
     out = []
     for k_new in draft_maxima:
         per_step, _, extrapolated = predict_at(counts, k_new)
-        rate = _rate(counts, model, group, k_new)
+        accepted_low, accepted_high = acceptance_range(counts, k_new)
+        rate, low, high = _rates(counts, cost, k_new)
         out.append(
             Prediction(
                 draft_max=k_new,
                 tokens_per_step=round(per_step, 4),
+                tokens_per_step_low=round(min(per_step, accepted_low), 4),
+                tokens_per_step_high=round(max(per_step, accepted_high), 4),
                 tokens_per_second=round(rate, 3),
+                low=round(low, 3),
+                high=round(high, 3),
                 speedup_vs_recorded=round(rate / recorded_rate, 4),
                 extrapolated=extrapolated,
             )
         )
     return WhatIf(
-        cost_model=model,
+        cost_model=model if model is not None else cost_model_of(cost, group),
+        step_cost=cost,
         recorded=Recorded(
             draft_max=counts.draft_max,
             spec=spec.label if spec is not None else "unknown spec",
@@ -266,13 +361,15 @@ def predict_counts(
             predicted_tokens_per_second=round(recorded_rate, 3),
         ),
         predictions=out,
+        notes=notes(cost, counts.draft_max, _ratio(counts), spec, draft_maxima),
     )
 
 
 HINT_MIN_STEPS = 16
 """A run with fewer verification steps than this gets no draft-length hint."""
 HINT_MAX_ERROR = 0.25
-"""...nor one whose own decodes the cost model fits worse than this (median error)."""
+"""...nor one whose own decodes the step price fits worse than this (median error), nor one
+whose steps cannot separate a step's fixed cost from its per-token cost."""
 HINT_MIN_GAIN = 0.05
 """...nor a hint that predicts less than this gain."""
 
@@ -288,9 +385,9 @@ def hint(events: Iterable[object], spec: SpecConfig | None, spec_label: str) -> 
         result = predict_counts(counts, decodes, spec, maxima)
     except WhatIfError:
         return None
-    error = result.cost_model.median_abs_error
-    if error is None or error > HINT_MAX_ERROR:
-        return None
+    error = result.step_cost.median_abs_error
+    if not result.step_cost.separable or error is None or error > HINT_MAX_ERROR:
+        return None  # a hint names one draft max: only where the run tells the costs apart
     kind = spec_label.split(" ", 1)[0]
     flag = "size-m" if kind in ("ngram-simple", "ngram-map-k", "ngram-map-k4v") else "n-max"
     line = best_line(result, flag)
