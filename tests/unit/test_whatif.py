@@ -21,7 +21,9 @@ from spectui.core.compare.whatif import (
     StepCounts,
     WhatIfError,
     best_line,
+    event_counts,
     predict_at,
+    predict_counts,
     what_if,
 )
 from spectui.core.compare.whatif_cost import RUN_SPREAD
@@ -270,6 +272,32 @@ def test_every_type_that_drafts_is_predicted(kind: str) -> None:
     assert len(result.predictions) == 3 and all(_inside(p) for p in result.predictions)
 
 
+def test_a_chunk_of_several_steps_is_spread_over_them_and_said() -> None:
+    # The server held a token back (it ended inside a UTF-8 character): one chunk carried two
+    # steps, drafting 4 and accepting 1 between them, with no single split that fits.
+    session = _session(STEPS)
+    t = session.events[-1].t
+    index = sum(1 for e in session.events if isinstance(e, TokenEvent))
+    number = sum(1 for e in session.events if isinstance(e, StepEvent))
+    merged: list[object] = [
+        StepEvent(
+            t=t + 0.05, index=number, drafted=4, accepted=1, first_token=index, steps=2,
+            split_known=False,
+        ),
+        TokenEvent(t=t + 0.05, index=index, text="", origin=TokenOrigin.UNKNOWN, step=number),
+        TokenEvent(t=t + 0.05, index=index + 1, text="", origin=TokenOrigin.UNKNOWN, step=number),
+        TokenEvent(t=t + 0.05, index=index + 2, text="é", origin=TokenOrigin.TARGET, step=number),
+    ]  # fmt: skip
+    events = [*session.events[:-1], *merged, session.events[-1]]
+    counts, decodes = event_counts(events, session.header.server.spec)
+    assert counts.drafted[-2:] == (2, 2) and counts.accepted[-2:] == (1, 0)
+    assert counts.spread_steps == 2 and counts.steps == len(STEPS) + 2
+    assert [d for d, _ in decodes[-2:]] == [2, 2]
+    assert [ms for _, ms in decodes[-2:]] == [pytest.approx(25.0)] * 2
+    result = predict_counts(counts, decodes, session.header.server.spec, [2])
+    assert any(n.startswith("2 of 26 steps came several to a chunk") for n in result.notes)
+
+
 def test_a_chain_is_predicted_with_its_caveat() -> None:
     result = what_if(_session(STEPS, types=("ngram-mod", "draft-mtp")), [2])
     assert any(n.startswith("a chain (ngram-mod,draft-mtp)") for n in result.notes)
@@ -399,9 +427,8 @@ def test_the_metrics_hint_needs_enough_steps_and_names_a_better_maximum() -> Non
 async def test_the_metrics_pane_shows_the_hint_only_after_a_run_with_enough_data() -> None:
     from textual.app import App, ComposeResult
 
-    from spectui.ui.widgets.metrics import MetricsPane, RunColumn
-
     from spectui.ui.themes import spec_variable_defaults
+    from spectui.ui.widgets.metrics import MetricsPane, RunColumn
 
     class Host(App[None]):
         def get_theme_variable_defaults(self) -> dict[str, str]:

@@ -71,6 +71,9 @@ class StepCounts:
     """Decodes after the first token that tried no draft."""
     draft_max: int
     """The draft maximum the run had (K)."""
+    spread_steps: int = 0
+    """Steps the stream released several to a chunk: their drafted and accepted sums are spread
+    evenly over them (what each accepted is not known)."""
 
     @property
     def steps(self) -> int:
@@ -180,27 +183,39 @@ def event_counts(
             if event.index == 0:
                 previous = event.t
                 continue
+            step = None if event.step is None else steps.get(event.step)
             if event.step is None:
                 drafted, starts = 0, True
                 singles += 1
             else:
-                step = steps.get(event.step)
                 drafted = step.drafted if step else 0
                 starts = step is not None and event.index == step.first_token
             if starts:
                 if previous is not None:
-                    decodes.append((drafted, (event.t - previous) * 1000))
+                    # a chunk of several steps (held-back UTF-8) is one interval: each its share
+                    parts = _spread(drafted, step.steps if step is not None else 1)
+                    ms = (event.t - previous) * 1000 / len(parts)
+                    decodes += [(d, ms) for d in parts]
                 previous = event.t
     ordered = [steps[i] for i in sorted(steps)]
     k = spec.draft_n_max if spec is not None and spec.draft_n_max else None
-    k = k or max((s.drafted for s in ordered), default=0)
+    k = k or max((max(_spread(s.drafted, s.steps)) for s in ordered), default=0)
     counts = StepCounts(
-        drafted=tuple(s.drafted for s in ordered),
-        accepted=tuple(min(s.accepted, s.drafted) for s in ordered),
+        drafted=tuple(d for s in ordered for d in _spread(s.drafted, s.steps)),
+        accepted=tuple(a for s in ordered for a in _spread(min(s.accepted, s.drafted), s.steps)),
         singles=singles,
         draft_max=k,
+        spread_steps=sum(s.steps for s in ordered if s.steps > 1),
     )
     return counts, decodes
+
+
+def _spread(total: int, parts: int) -> list[int]:
+    """``total`` over ``parts`` steps as evenly as it goes, the larger shares first (so a
+    step's share of accepted drafts never exceeds its share of drafted ones)."""
+    parts = max(1, parts)
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
 def predict_at(counts: StepCounts, k_new: int) -> tuple[float, float, bool]:
@@ -361,7 +376,7 @@ def predict_counts(
             predicted_tokens_per_second=round(recorded_rate, 3),
         ),
         predictions=out,
-        notes=notes(cost, counts.draft_max, _ratio(counts), spec, draft_maxima),
+        notes=notes(cost, counts, _ratio(counts), spec, draft_maxima),
     )
 
 

@@ -27,12 +27,15 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from spectui.core.compare.costmodel import CostModel
 from spectui.core.llama.specconfig import SpecConfig
+
+if TYPE_CHECKING:
+    from spectui.core.compare.whatif import StepCounts
 
 Z = 2.0
 """Standard errors on each side of the fitted per-token cost (about 95 %)."""
@@ -236,7 +239,7 @@ def _flag(spec: SpecConfig | None) -> str:
 
 def notes(
     cost: StepCost,
-    k: int,
+    counts: StepCounts,
     ratio: float,
     spec: SpecConfig | None,
     draft_maxima: Sequence[int],
@@ -245,6 +248,7 @@ def notes(
     them), the positions past K assumed (``ratio``: the last one's conditional acceptance), a
     chain's steps priced alike."""
     out = []
+    k = counts.draft_max
     if (line := separation_line(cost, k, _flag(spec))) is not None:
         out.append(line)
     past = sorted(v for v in set(draft_maxima) if v > k)
@@ -254,6 +258,12 @@ def notes(
             f"{', '.join(map(str, past))} assumes each accepts as often as position {k} did"
             f"{f' after {k - 1}' if k > 1 else ''} ({ratio:.0%}); the interval spans none to "
             "all of them accepted"
+        )
+    if counts.spread_steps:
+        out.append(
+            f"{counts.spread_steps} of {counts.steps} steps came several to a chunk (the server "
+            "holds back a token that ends inside a UTF-8 character): each chunk's drafted and "
+            "accepted tokens are spread evenly over its steps"
         )
     kinds = [t for t in (spec.types if spec is not None else ()) if t != "none"]
     if len(kinds) > 1:
