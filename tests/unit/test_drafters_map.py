@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spectui.core.tune.drafters import replay
-from spectui.core.tune.drafters_map import (
+from spectui.core.drafters.ngram import replay
+from spectui.core.drafters.ngram_map import (
     KEY_MAP_SIZE,
     NgramMap,
     ServerSlots,

@@ -14,10 +14,11 @@ from spectui.core.compare.costmodel import CostModel, PredictedSpeedup
 from spectui.core.compare.models import RunRecord
 from spectui.core.compare.store import ServerOptions
 from spectui.core.compare.verdict import report_rows
-from spectui.core.tune.drafters import NgramMod, NgramSimple, replay
+from spectui.core.drafters.ngram import NgramMod, NgramSimple, replay
+from spectui.core.drafters.settings import replica
 from spectui.core.tune.models import PromptResult, ReplicaCheck
 from spectui.core.tune.predict import predict
-from spectui.core.tune.replays import check_replicas, replica, server_slots
+from spectui.core.tune.replays import check_replicas, server_slots
 from spectui.core.tune.search import next_round, overall_race
 from spectui.core.tune.space import Candidate, mark_replayed
 

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from spectui.core.drafters.settings import help_defaults
 from spectui.core.llama.binary import parse_help
 from spectui.core.llama.doctor import DoctorReport, _warnings, format_doctor
 from spectui.core.llama.gguf_meta import gguf_metadata, mtp_layers
 from spectui.core.llama.specconfig import SPEC_TYPE_INFO, SpecConfig, explain_type, type_problem
-from spectui.core.tune.space import ModelFacts, build_space, help_defaults, knob_values
+from spectui.core.tune.space import ModelFacts, build_space, knob_values
 
 HELP = (Path(__file__).parent.parent / "fixtures" / "help.txt").read_text()
 CAPS = parse_help(HELP)

@@ -89,6 +89,9 @@ def summary_line(m: RunMetrics) -> str:
     if m.drafted:
         rate = f" ({m.acceptance_rate:.0%})" if m.acceptance_rate is not None else ""
         parts.append(f"drafted {m.drafted}, accepted {m.accepted}{rate}, {m.steps} steps")
+        if len(m.by_drafter) > 1:  # a chain: each drafter's share
+            shares = (f"{n} {s.accepted}/{s.drafted}" for n, s in m.by_drafter.items())
+            parts.append("by drafter " + ", ".join(shares))
     else:
         parts.append("nothing drafted")
     if m.peak_rss_bytes:
@@ -115,6 +118,7 @@ def _json_record(event: EngineEvent) -> dict[str, object] | None:
             "origin": event.origin.value,
             "step": event.step,
             "rejected_before": event.rejected_before,
+            "drafter": event.drafter,
             "t": round(event.t, 6),
         }
     if isinstance(event, StepEvent):
@@ -125,6 +129,7 @@ def _json_record(event: EngineEvent) -> dict[str, object] | None:
             "accepted": event.accepted,
             "rejected": event.rejected,
             "first_token": event.first_token,
+            "drafter": event.drafter,
         }
     if isinstance(event, SummaryEvent):
         return summary_record(event)

@@ -3,6 +3,8 @@
 Subpackages, lowest layer first (each may import only from the layers below it and from the
 shared top-level modules `errors`, `events`, `request`, `prompts`):
 
+- `drafters`  — replicas of llama-server's n-gram drafters (imports no other spectui module);
+  which drafter of a chain made each step.
 - `llama`     — the llama-server binary, its processes, HTTP client and wire protocol.
 - `stream`    — one streamed generation: SSE chunks -> attributed tokens -> metrics.
 - `engine`    — the `Engine` protocol and the live engine over a real server.

@@ -16,11 +16,12 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from spectui.core.drafters.chain import ChainNamer
 from spectui.core.engine.base import EngineDirs, ServerInfo
 from spectui.core.errors import ModelError, SpecConfigError, SpectuiError
 from spectui.core.events import ErrorEvent, EventStream, ServerState, ServerStateEvent
 from spectui.core.llama.attach import AttachedServer, attach
-from spectui.core.llama.binary import Capabilities, probe_capabilities
+from spectui.core.llama.binary import Capabilities, help_text, probe_capabilities
 from spectui.core.llama.client import ServerClient, safe_url
 from spectui.core.llama.gguf import check_gguf
 from spectui.core.llama.memory import MemorySampler
@@ -28,6 +29,7 @@ from spectui.core.llama.server import LaunchConfig, ManagedServer
 from spectui.core.llama.specconfig import SYNTH_LEN_FLAG, SpecConfig
 from spectui.core.request import GenerationRequest
 from spectui.core.stream import DEFAULT_STALL_TIMEOUT_S
+from spectui.core.stream.naming import namer_for, server_slots
 from spectui.core.stream.run import StreamRun
 
 # An error-level line of llama-server's log: 'M.SS.mmm.uuu E module  function: message'.
@@ -121,6 +123,8 @@ class LiveEngine:
         self._model: str | None = None
         self._current: StreamRun | None = None
         self._closed = False
+        self._namer: tuple[object, ChainNamer | None] | None = None
+        self._help: str | None = None
 
     @classmethod
     def attached(
@@ -328,6 +332,7 @@ class LiveEngine:
             request,
             memory=memory,
             stall_timeout_s=self.stall_timeout_s,
+            namer=await self._chain_namer(),
         )
         self._current = run
         yield ServerStateEvent(state=ServerState.GENERATING)
@@ -347,6 +352,30 @@ class LiveEngine:
             )
         else:
             yield ServerStateEvent(state=ServerState.READY)
+
+    async def _chain_namer(self) -> ChainNamer | None:
+        """The namer of the server's current start, which names each step's drafter
+        (`stream.naming`): a new one for every start, since the n-gram drafters' state lives
+        as long as the server. A server spectui did not start has a state it cannot know."""
+        server, attached = self._server, self._attached
+        spec = server.config.spec if server is not None else attached.spec if attached else None
+        key = (server.pid if server is not None else self._attach_url, spec)
+        if self._namer is not None and self._namer[0] == key:
+            return self._namer[1]
+        namer = namer_for(spec)
+        if server is not None and namer is not None and namer.needs_tokens:
+            # The replicas draft with this binary's defaults, as --help states them.
+            if self._help is None:
+                with contextlib.suppress(SpectuiError):
+                    self._help = await asyncio.to_thread(help_text, server.config.binary)
+            config = server.config
+            namer = namer_for(
+                spec, self._help, n_slots=server_slots(config.parallel, config.extra_args)
+            )
+        elif namer is not None and server is None:
+            namer = namer_for(spec, state_known=False)
+        self._namer = (key, namer)
+        return namer
 
     async def _server_exited(self) -> bool:
         loop = asyncio.get_running_loop()

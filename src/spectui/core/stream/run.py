@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Callable
 import httpx
 from httpx_sse import aconnect_sse
 
+from spectui.core.drafters.chain import ChainNamer
 from spectui.core.errors import AuthError, StreamError
 from spectui.core.events import (
     EngineEvent,
@@ -40,13 +41,16 @@ from spectui.core.stream import DEFAULT_STALL_TIMEOUT_S
 from spectui.core.stream.attribution import Attributor, ChunkCounters
 from spectui.core.stream.dialects import EndpointKind, reported_error, typed_chunk
 from spectui.core.stream.metrics import MetricsTracker
+from spectui.core.stream.naming import RunNaming
 
 
 class ChunkProcessor:
     """SSE `data:` payloads in, attributed events out; also keeps the run's metrics and text."""
 
-    def __init__(self, *, chat: bool) -> None:
+    def __init__(self, *, chat: bool, naming: RunNaming | None = None) -> None:
         self.chat = chat
+        self.naming = naming
+        """Names each step's drafter (`stream.naming`); None: the spec is not known."""
         self.kind = EndpointKind.OAI_CHAT if chat else EndpointKind.NATIVE
         self.attributor = Attributor()
         self.tracker = MetricsTracker()
@@ -83,6 +87,8 @@ class ChunkProcessor:
         tracker.on_timings(timings)  # (the prompt's numbers can still change after token one)
         counters = ChunkCounters(text, predicted, timings.draft_n, timings.draft_n_accepted)
         attributed = self.attributor.feed(counters, t)
+        if self.naming is not None:
+            attributed = self.naming.stamp(attributed, self.token_ids)
         tracker.on_attributed(attributed)
         if text:
             self.text_parts.append(text)
@@ -114,6 +120,8 @@ class ChunkProcessor:
 
     def summary(self, t: float, stop_reason: str | None = None) -> SummaryEvent:
         """The run's final event."""
+        if self.naming is not None and stop_reason in ("cancelled", "error"):
+            self.naming.cut_short()
         return SummaryEvent(
             t=t,
             metrics=self.snapshot(),
@@ -126,6 +134,9 @@ class ChunkProcessor:
 
 _DONE = object()
 
+TOKENIZE_TIMEOUT_S = 10.0
+"""How long a run waits for ``/tokenize`` (a chain's naming only) before naming without it."""
+
 READ_GAP_S = 0.15
 """How often a run reads its stream after the first token (see `AsyncioStream.read_gap`): as
 often as the screen draws a batch of tokens when tokens are few (`ui.bridge`), so nothing shows
@@ -135,6 +146,8 @@ the messages, the wake-ups): at 0.1 s a 50 tok/s run cost it ~6 % of a core, at 
 
 class StreamRun:
     """One streamed generation. Iterate it once; `cancel()` stops it early with a summary.
+
+    ``namer``: the server start's (`stream.naming.namer_for`), to name each step's drafter.
 
     ``stall_timeout_s`` is the client's watchdog: seconds without a byte from the server before
     the run ends with a 'stall' error. It is how long this client waits, not what it asks for, so
@@ -153,9 +166,12 @@ class StreamRun:
         metrics_interval_s: float = 0.1,
         memory_interval_s: float = 0.5,
         read_gap_s: float = READ_GAP_S,
+        namer: ChainNamer | None = None,
     ) -> None:
         self._http = http
-        self._url = base_url.rstrip("/") + request.endpoint
+        self._base_url = base_url.rstrip("/")
+        self._url = self._base_url + request.endpoint
+        self._namer = namer
         self._request = request
         self._memory = memory
         self._stall = stall_timeout_s
@@ -179,7 +195,33 @@ class StreamRun:
     def _now(self) -> float:
         return self._clock() - self._t0
 
+    async def _prompt_tokens(self) -> list[int] | None:
+        """The prompt's token ids as ``/completion`` reads it (BOS included), or None."""
+        body = {"content": self._request.prompt, "add_special": True}
+        try:
+            response = await self._http.post(
+                self._base_url + "/tokenize", json=body, timeout=TOKENIZE_TIMEOUT_S
+            )
+            tokens = response.json().get("tokens") if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
+        if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
+            return None
+        return tokens
+
+    async def _start_naming(self) -> None:
+        """Give the namer this run's prompt (a chain's n-gram members read the token ids; chat
+        returns none, so its steps stay unknown) before the clock starts."""
+        namer = self._namer
+        if namer is None:
+            return
+        prompt = None
+        if namer.needs_tokens and not self._request.chat:
+            prompt = await self._prompt_tokens()
+        self.processor.naming = RunNaming(namer, prompt, self._request.n_predict)
+
     async def __aiter__(self) -> AsyncIterator[EngineEvent]:
+        await self._start_naming()
         self._t0 = self._clock()
         self._reader = asyncio.create_task(self._read())
         try:

@@ -139,7 +139,7 @@ class Prediction(BaseModel):
 
 
 class ReplicaCheck(BaseModel):
-    """A drafter replica (`tune.drafters`) against the real runs of its type in round one."""
+    """A drafter replica (`core.drafters`) against the real runs of its type in round one."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -194,7 +194,7 @@ class TuneDocument(BaseModel):
     """The step cost fitted on every run (a copy of the compare document's, for readers)."""
     prompt_tokens: dict[str, list[int]] = Field(default_factory=dict)
     """Prompt key -> the prompt's token ids as the server read it: with the baseline's answers,
-    what the drafter replicas replay (`tune.drafters`). Asked once, after round one."""
+    what the drafter replicas replay (`core.drafters`). Asked once, after round one."""
     predictions: dict[str, Prediction] = Field(default_factory=dict)
     """Config -> what round one predicted, as the race was picked from it: kept as it was when
     the cost model is refitted on later runs. Empty until round one ends (the findings then show

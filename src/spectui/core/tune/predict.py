@@ -27,8 +27,8 @@ from collections.abc import Set as AbstractSet
 
 from spectui.core.compare.costmodel import CostModel, PredictedSpeedup, spec_group
 from spectui.core.compare.models import ComparePlan, RunRecord
-from spectui.core.tune.drafters import Replay
-from spectui.core.tune.drafters_map import SERVER_SLOTS
+from spectui.core.drafters.ngram import Replay
+from spectui.core.drafters.ngram_map import SERVER_SLOTS
 from spectui.core.tune.models import ReplicaCheck
 from spectui.core.tune.replays import replay_start
 from spectui.core.tune.space import Candidate

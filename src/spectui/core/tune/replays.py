@@ -1,6 +1,6 @@
 """Round one without a run: a candidate's steps replayed from the baseline's tokens.
 
-A replayed candidate (`Candidate.replayed`) is one its type's drafter replica (`tune.drafters`)
+A replayed candidate (`Candidate.replayed`) is one its type's drafter replica (`core.drafters`)
 can stand in for. Its round one is the server start it would have had, replayed over the
 baseline's answers: the warm-up first (when the plan has one), then every prompt in the plan's
 order, on one drafter (ngram-mod's pool lives as long as the server). What comes out is exact
@@ -16,58 +16,24 @@ accepted counts exactly. One miss, or no such run at all, and the type's candida
 from __future__ import annotations
 
 import functools
-import itertools
 from collections.abc import Mapping, Sequence
 
 from spectui.core.compare.models import ComparePlan, RunRecord
 from spectui.core.compare.store import ServerOptions
+from spectui.core.drafters.ngram import Replay, replay
+from spectui.core.drafters.ngram_map import SERVER_SLOTS
+from spectui.core.drafters.settings import replica
 from spectui.core.llama.launch import LaunchConfig
-from spectui.core.tune.drafters import Drafter, NgramMod, NgramSimple, Replay, replay
-from spectui.core.tune.drafters_map import SERVER_SLOTS, ServerSlots, map_drafter_for
+from spectui.core.stream.naming import server_slots as launched_slots
 from spectui.core.tune.models import ReplicaCheck
 from spectui.core.tune.space import Candidate
-
-
-def replica(
-    type_: str, settings: Mapping[str, float], n_slots: int = SERVER_SLOTS
-) -> Drafter | None:
-    """A fresh replica of one server start of ``type_`` at ``settings`` (flag -> value, every
-    flag of the type) with ``n_slots`` slots; None when the type has none or a setting it needs
-    is missing."""
-
-    def number(flag: str) -> int | None:
-        value = settings.get(flag)
-        return None if value is None else int(value)
-
-    if type_ == "ngram-simple":
-        n, m = number("--spec-ngram-simple-size-n"), number("--spec-ngram-simple-size-m")
-        # Upstream's simple draft keeps no state and reads no min-hits.
-        return None if n is None or m is None else NgramSimple(size_n=n, size_m=m)
-    if type_ == "ngram-mod":
-        match = number("--spec-ngram-mod-n-match")
-        n_max, n_min = number("--spec-ngram-mod-n-max"), number("--spec-ngram-mod-n-min")
-        if match is None or n_max is None or n_min is None:
-            return None
-        pool: dict[int, int] = {}
-        return ServerSlots(
-            lambda: NgramMod(n_match=match, n_max=n_max, n_min=n_min, pool=pool), n_slots
-        )
-    return map_drafter_for(type_, settings, n_slots)
 
 
 def server_slots(server: ServerOptions) -> int:
     """The slots the comparison's servers have: spectui's ``--parallel`` (`LaunchConfig`), or
     the last ``--parallel``/``-np`` among the extra arguments (which come after it); -1 (auto)
     is 4."""
-    value: str | int = LaunchConfig.model_fields["parallel"].default
-    for flag, arg in itertools.pairwise(server.extra_args):
-        if flag in ("--parallel", "-np"):
-            value = arg
-    try:
-        slots = int(value)
-    except ValueError:
-        return SERVER_SLOTS
-    return slots if slots > 0 else SERVER_SLOTS
+    return launched_slots(LaunchConfig.model_fields["parallel"].default, server.extra_args)
 
 
 def _baseline_answers(

@@ -228,7 +228,7 @@ class TuneRunner:
 
     async def _tokenize(self) -> None:
         """Ask the running server for the prompts' token ids, once, when a candidate is to be
-        replayed (`tune.drafters`); without them those candidates are measured instead."""
+        replayed (`core.drafters`); without them those candidates are measured instead."""
         if not any(c.replayed for c in self.document.space) or not isinstance(
             self.probe, PromptTokenizer
         ):

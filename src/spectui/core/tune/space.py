@@ -4,13 +4,12 @@ Types come from the binary's ``--help`` (`Capabilities`), narrowed by what was g
 need a draft model, ``draft-mtp`` a model with MTP layers, eagle3/dflash/dspark a drafter of
 their kind (`specconfig.type_problem`). Each knob's values are set around its ``--help`` default
 (the default is always one of them), so a new build's new defaults move the grid with it.
-What is left out is listed with the reason.
+Where a model drafter can run, chains of n-gram types before it (`chains_of`) are candidates
+too, each one config measured as a whole. What is left out is listed with the reason.
 """
 
 from __future__ import annotations
 
-import contextlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import product
@@ -18,9 +17,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from spectui.core.drafters.ngram import REPLICATED
+from spectui.core.drafters.settings import help_defaults, type_settings
 from spectui.core.llama.binary import Capabilities
 from spectui.core.llama.specconfig import SPEC_TYPE_INFO, type_problem
-from spectui.core.tune.drafters import REPLICATED
 
 
 class Skipped(BaseModel):
@@ -77,33 +77,6 @@ KNOBS: dict[str, tuple[Knob, ...]] = {
 N_MIN_FLAGS = {"--spec-ngram-mod-n-max": "--spec-ngram-mod-n-min"}
 """A maximum whose minimum must not exceed it: the minimum follows it down when it would."""
 
-_DEFAULT = re.compile(r"\(default:\s*([^)]*)\)")
-
-
-def help_defaults(help_text: str) -> dict[str, str]:
-    """Each flag's '(default: X)' from ``--help`` text, under every name of its entry."""
-    out: dict[str, str] = {}
-    names: list[str] = []
-    text: list[str] = []
-
-    def flush() -> None:
-        if names and (match := _DEFAULT.search(" ".join(text))):
-            out.update(dict.fromkeys(names, match.group(1).strip()))
-
-    for line in help_text.splitlines():
-        if line.startswith("-") and not line.startswith("---"):
-            flush()
-            head = re.split(r"\s{2,}", line, maxsplit=1)
-            names = re.findall(r"--?[A-Za-z0-9][\w.+-]*", head[0].split(" ")[0] + " " + head[0])
-            text = [head[1]] if len(head) > 1 else []
-        elif line[:1].isspace():
-            text.append(line.strip())
-        else:
-            flush()
-            names, text = [], []
-    flush()
-    return out
-
 
 def _number(text: str | None, fallback: float, integer: bool) -> float:
     try:
@@ -117,12 +90,12 @@ def _fmt(value: float, integer: bool) -> str:
 
 
 class Candidate(BaseModel):
-    """One point of the space: a spec type and its knob values."""
+    """One point of the space: a spec type (or a chain of them) and its knob values."""
 
     model_config = ConfigDict(frozen=True)
 
     type: str
-    """The spec type."""
+    """The spec type; a chain's types comma-joined, as ``--spec-type`` takes them."""
     knobs: dict[str, float]
     """Knob flag -> value, every varied knob (defaults included)."""
     text: str
@@ -135,7 +108,7 @@ class Candidate(BaseModel):
     runs with (what a drafter replica needs, `tune.drafters`)."""
     replayed: bool = False
     """Its first round is a replay of the baseline's tokens by its type's drafter replica
-    (`tune.drafters`), not a run: it runs only if the prediction makes it a contender."""
+    (`core.drafters`), not a run: it runs only if the prediction makes it a contender."""
 
     @property
     def label(self) -> str:
@@ -175,23 +148,8 @@ def candidates_of(type_: str, caps: Capabilities, defaults: dict[str, str]) -> l
             if minimum and minimum in caps.spec_flags and floor > value:
                 parts += [minimum, _fmt(value, True)]  # a minimum above the maximum is refused
         text = " ".join(parts)
-        settings = _settings(type_, defaults, text)
+        settings = type_settings(type_, defaults, text.split()[1:])
         out.append(Candidate(type=type_, knobs=knobs, text=text, settings=settings))
-    return out
-
-
-def _settings(type_: str, defaults: dict[str, str], text: str) -> dict[str, float]:
-    """``--spec-<type>-*`` flag -> number: --help's defaults, then the config's own values."""
-    prefix = f"--spec-{type_}-"
-    out: dict[str, float] = {}
-    for flag, value in defaults.items():
-        if flag.startswith(prefix):
-            with contextlib.suppress(ValueError):
-                out[flag] = float(value)
-    tokens = text.split()[1:]
-    for flag, value in zip(tokens[::2], tokens[1::2], strict=False):
-        with contextlib.suppress(ValueError):
-            out[flag] = float(value)
     return out
 
 
@@ -241,10 +199,38 @@ def build_space(
             skipped.append(Skipped(type=name, reason=problem))
             continue
         out += candidates_of(name, caps, defaults)
-    # Every type as --help sets it first, then one knob moved, then two: a budget that runs out
-    # in round one has still measured each type's defaults.
+    out += chains_of(out, defaults)
+    # Every type as --help sets it first (the chains after them), then one knob moved, then
+    # two: a budget that runs out in round one has still measured each type's defaults.
     out.sort(key=lambda c: c.text.count(" --"))
     return out, skipped
+
+
+CHAIN_NGRAMS = ("ngram-mod", "ngram-simple")
+"""The n-gram types a chain candidate puts before the model drafter, at their defaults: the
+chain users report gains with (``ngram-mod,draft-mtp``) and the stateless one. Which n-gram
+knobs suit a chain best is not known before round one, so the defaults stand in for them."""
+CHAIN_MODELS = ("draft-mtp", "draft-eagle3", "draft-dflash", "draft-dspark", "draft-simple")
+"""The model drafter a chain takes, the first of these the space can run (MTP when the model
+has MTP layers, else the draft model's kind)."""
+
+
+def chains_of(candidates: Sequence[Candidate], defaults: dict[str, str]) -> list[Candidate]:
+    """Chain candidates (``--spec-type ngram-mod,draft-mtp``): each of the `CHAIN_NGRAMS` the
+    space has, at its defaults, before the model drafter the space can run, if any. A chain is
+    one config, run and measured as a whole like any other (its n-gram and model steps share
+    one server, and whichever drafts first takes the step): nothing is added up from its
+    members' own results."""
+    types = {c.type for c in candidates}
+    model = next((t for t in CHAIN_MODELS if t in types), None)
+    if model is None:
+        return []
+    out = []
+    for ngram in (t for t in CHAIN_NGRAMS if t in types):
+        settings = {**type_settings(ngram, defaults), **type_settings(model, defaults)}
+        text = f"{ngram},{model}"
+        out.append(Candidate(type=text, knobs={}, text=text, settings=settings))
+    return out
 
 
 LENGTH_FLAGS = {
@@ -288,7 +274,7 @@ def mark_predicted(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 
 def mark_replayed(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """Of each type a drafter replica covers (`tune.drafters`), the first candidate (its
+    """Of each type a drafter replica covers (`core.drafters`), the first candidate (its
     defaults) runs, which is also what checks the replica; the others are replayed
     (`Candidate.replayed`) instead of run in round one."""
     seen: set[str] = set()

@@ -1,21 +1,23 @@
-"""Replicas of this llama.cpp build's n-gram drafters: a candidate's acceptance without its run.
+"""Replicas of this llama.cpp build's n-gram drafters: what an n-gram type drafts, without a run.
 
 An n-gram drafter proposes tokens from the token history alone. At temperature 0, while a
 candidate's answer is the baseline's, what it drafts at each step and how much of it the target
 accepts therefore follow from the baseline's tokens: the prompt as the server tokenized it and the
-tokens it generated. `replay` runs the server's generation loop over them
-(`tools/server/server-context.cpp`): after each sampled token the drafter proposes at most the
-tokens still to generate minus one; the target verifies the sampled token and the draft in one
-batch; the draft's longest prefix that matches the target's tokens is accepted, and the target's
-next token is emitted with it.
+tokens it generated (tune's replays). The same holds in a chain of types: whether the n-gram
+member drafts at a step decides which drafter made it (`drafters.chain`).
+
+`replay` runs the server's generation loop over them (`tools/server/server-context.cpp`): after
+each sampled token the drafter proposes at most the tokens still to generate minus one; the
+target verifies the sampled token and the draft in one batch; the draft's longest prefix that
+matches the target's tokens is accepted, and the target's next token is emitted with it.
 
 The drafters copy `common/ngram-map.cpp` (`common_ngram_simple_draft`; the maps of
-ngram-map-k and ngram-map-k4v are in `tune.drafters_map`) and `common/ngram-mod.cpp` with its
+ngram-map-k and ngram-map-k4v are in `drafters.ngram_map`) and `common/ngram-mod.cpp` with its
 state in `common/speculative.cpp`. State lives as long as the server: a replay runs one start's
-requests in their order, on the slots the server would give them (`drafters_map.ServerSlots`).
+requests in their order, on the slots the server would give them (`ngram_map.ServerSlots`).
 Another build may draft otherwise, so tune checks each replicated type against its real runs
 first (`tune.replays.check_replicas`): a replica that misses one real run of an unchanged answer
-is not used.
+is not used; a chain's naming checks every step's draft length (`drafters.chain`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Protocol
 _MASK64 = (1 << 64) - 1
 
 REPLICATED = frozenset({"ngram-simple", "ngram-mod", "ngram-map-k", "ngram-map-k4v"})
-"""The spec types with a replica (`tune.replays.replica` builds one)."""
+"""The spec types with a replica (`drafters.settings.replica` builds one)."""
 
 
 class Drafter(Protocol):

@@ -24,7 +24,7 @@ import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from spectui.core.tune.drafters import Drafter
+from spectui.core.drafters.ngram import Drafter
 
 _LCG = 2654435761
 _MASK32 = 0xFFFFFFFF
@@ -293,16 +293,15 @@ class ServerSlots:
         self.drafters[self.current].accept(accepted)
 
 
-_TYPES = {"ngram-map-k": True, "ngram-map-k4v": False}
+MAP_TYPES = {"ngram-map-k": True, "ngram-map-k4v": False}
+"""The ngram-map types -> whether it is key-only (`NgramMap.key_only`)."""
 
 
-def map_drafter_for(
-    type_: str, settings: Mapping[str, float], n_slots: int = SERVER_SLOTS
-) -> Drafter | None:
-    """A fresh replica of a server start with ``type_`` at ``settings`` (flag -> value) and
-    ``n_slots`` slots, or None when ``type_`` is not an ngram-map type or a setting it needs is
-    missing (`ngram-map-k` does not read min-hits)."""
-    key_only = _TYPES.get(type_)
+def map_slot_factory(type_: str, settings: Mapping[str, float]) -> Callable[[], NgramMap] | None:
+    """A factory of one slot's replica of ``type_`` at ``settings`` (flag -> value), or None
+    when ``type_`` is not an ngram-map type or a setting it needs is missing (`ngram-map-k` does
+    not read min-hits)."""
+    key_only = MAP_TYPES.get(type_)
     if key_only is None:
         return None
     prefix = f"--spec-{type_}-"
@@ -311,4 +310,13 @@ def map_drafter_for(
     if size_n is None or size_m is None or hits is None:
         return None
     n, m, h = int(size_n), int(size_m), int(hits)
-    return ServerSlots(lambda: NgramMap(size_n=n, size_m=m, key_only=key_only, min_hits=h), n_slots)
+    return lambda: NgramMap(size_n=n, size_m=m, key_only=key_only, min_hits=h)
+
+
+def map_drafter_for(
+    type_: str, settings: Mapping[str, float], n_slots: int = SERVER_SLOTS
+) -> Drafter | None:
+    """A fresh replica of a server start with ``type_`` at ``settings`` (flag -> value) and
+    ``n_slots`` slots, or None (see `map_slot_factory`)."""
+    make = map_slot_factory(type_, settings)
+    return None if make is None else ServerSlots(make, n_slots)

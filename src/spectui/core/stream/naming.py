@@ -1,0 +1,103 @@
+"""Which drafter made each step of a run: a chain of spec types named step by step.
+
+`namer_for` builds one server start's `ChainNamer` (`core.drafters.chain`) from its spec config
+and the binary's ``--help`` defaults; `RunNaming` gives it one run's prompt and stamps that run's
+steps and accepted draft tokens with the name (`StepEvent.drafter`, `TokenEvent.drafter`). A
+single type names every step without looking; a chain with an n-gram member needs the token ids
+(`/completion` with ``return_tokens``, and the prompt's from ``/tokenize``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Sequence
+
+from spectui.core.drafters.chain import ChainNamer, drafting_types
+from spectui.core.drafters.ngram_map import SERVER_SLOTS
+from spectui.core.drafters.settings import BUILD_DEFAULTS, help_defaults, type_settings
+from spectui.core.events import StepEvent, TokenEvent, TokenOrigin
+from spectui.core.llama.specconfig import SpecConfig
+
+_DRAFT_N_MAX = "--spec-draft-n-max"
+
+
+def namer_for(
+    spec: SpecConfig | None,
+    help_text: str | None = None,
+    *,
+    n_slots: int = 1,
+    state_known: bool = True,
+) -> ChainNamer | None:
+    """The namer of a server start with ``spec`` (None: no spec known, or nothing drafts).
+
+    ``help_text``: the binary's ``--help``, whose defaults the replicas run with (this build's
+    when None); ``n_slots``: the server's ``--parallel``; ``state_known``: spectui started the
+    server, so every request it serves goes through the namer (see `ChainNamer`).
+    """
+    if spec is None or not (types := drafting_types(spec.types)):
+        return None
+    defaults = help_defaults(help_text) if help_text else dict(BUILD_DEFAULTS)
+    settings: dict[str, float] = {}
+    for type_ in types:
+        settings.update(type_settings(type_, defaults, spec.extra_args))
+    n_max = spec.draft_n_max if spec.draft_n_max is not None else defaults.get(_DRAFT_N_MAX)
+    if n_max is not None:
+        with contextlib.suppress(ValueError):  # (else no bound on a model drafter's draft)
+            settings[_DRAFT_N_MAX] = float(n_max)
+    return ChainNamer(spec.types, settings, n_slots=n_slots, state_known=state_known)
+
+
+def server_slots(parallel: int, extra_args: Sequence[str]) -> int:
+    """The slots of a server launched with ``--parallel parallel`` and then ``extra_args``
+    (whose last ``--parallel``/``-np`` wins); auto (-1) is `SERVER_SLOTS`."""
+    value = str(parallel)
+    for flag, arg in itertools.pairwise(extra_args):
+        if flag in ("--parallel", "-np"):
+            value = arg
+    try:
+        slots = int(value)
+    except ValueError:
+        return SERVER_SLOTS
+    return slots if slots > 0 else SERVER_SLOTS
+
+
+class RunNaming:
+    """One run's naming: each step and accepted draft token gets its drafter's name."""
+
+    __slots__ = ("_current", "_namer")
+
+    def __init__(
+        self, namer: ChainNamer, prompt: Sequence[int] | None, n_predict: int | None
+    ) -> None:
+        """``prompt``: the run's prompt token ids as the server reads them (None: unknown)."""
+        self._namer = namer
+        self._current: str | None = None
+        namer.begin(prompt, n_predict)
+
+    def stamp(
+        self, events: list[TokenEvent | StepEvent], output: Sequence[int]
+    ) -> list[TokenEvent | StepEvent]:
+        """``events`` (one chunk's, in order) with their drafter; ``output``: the run's token
+        ids so far, this chunk's included."""
+        out: list[TokenEvent | StepEvent] = []
+        namer = self._namer
+        for event in events:
+            if isinstance(event, StepEvent):
+                if getattr(event, "steps", 1) > 1:  # (one event for several steps)
+                    name = namer.merged()
+                else:
+                    name = namer.step(event.first_token, event.drafted, event.accepted, output)
+                self._current = name
+                event = event.model_copy(update={"drafter": name})
+            elif event.origin is TokenOrigin.DRAFT:
+                event = event.model_copy(update={"drafter": self._current})
+            elif event.step is None:
+                namer.no_draft(event.index, output)
+            out.append(event)
+        return out
+
+    def cut_short(self) -> None:
+        """The run ended before the server finished it (cancelled, broken): the server may
+        have drafted past what was seen, so the stateful drafters' state is lost."""
+        self._namer.forget()
