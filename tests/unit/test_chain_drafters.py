@@ -20,9 +20,19 @@ from hypothesis import strategies as st
 
 from spectui.core.drafters.chain import UNKNOWN, ChainNamer, drafting_types
 from spectui.core.drafters.settings import slot_factory
-from spectui.core.events import StepEvent, TokenEvent, TokenOrigin
+from spectui.core.events import (
+    EngineEvent,
+    StepEvent,
+    SummaryEvent,
+    TokenEvent,
+    TokenOrigin,
+    engine_event_adapter,
+)
 from spectui.core.llama.binary import parse_help
 from spectui.core.llama.specconfig import SpecConfig
+from spectui.core.request import GenerationRequest
+from spectui.core.sessions.file import Session, SessionHeader
+from spectui.core.sessions.replay import recompute
 from spectui.core.stream.naming import RunNaming, namer_for, server_slots
 from spectui.core.stream.run import ChunkProcessor
 from spectui.core.tune.space import ModelFacts, build_space
@@ -439,3 +449,28 @@ def test_namer_reads_the_config_and_the_help() -> None:
     assert server_slots(1, ()) == 1
     assert server_slots(1, ("--parallel", "3")) == 3
     assert server_slots(1, ("-np", "-1")) == 4
+
+
+def test_a_recording_keeps_the_drafters_and_replay_recounts_the_shares(tmp_path: Path) -> None:
+    types = ["ngram-simple", "draft-mtp"]
+    flags = {**SIMPLE, **MODEL}
+    prompt = [1, 11, 12]
+    output = (CYCLE * 4)[2:]
+    points = _serve(types, flags, prompt, output, n_predict=len(output))
+    namer = ChainNamer(types, flags)
+    processor = ChunkProcessor(chat=False, naming=RunNaming(namer, prompt, len(output)))
+    live: list[EngineEvent] = []
+    for i, payload in enumerate(_payloads(output, points)):
+        live += processor.feed(payload, i / 100)
+    live.append(processor.summary(t=1.0))
+    # Written as JSON Lines and read back, as a session file does.
+    lines = [e.model_dump_json() for e in live]
+    read = [engine_event_adapter.validate_json(line) for line in lines]
+    assert read == live
+    header = SessionHeader(request=GenerationRequest(prompt="p", n_predict=len(output)))
+    replayed = recompute(Session(path=tmp_path / "run.jsonl", header=header, events=read))
+    recorded = next(e for e in live if isinstance(e, SummaryEvent)).metrics.by_drafter
+    assert replayed.summary.metrics.by_drafter == recorded
+    assert set(recorded) == {"ngram-simple", "draft-mtp"}
+    steps = [e for e in replayed.events if isinstance(e, StepEvent)]
+    assert [s.drafter for s in steps] == _truth(points)
