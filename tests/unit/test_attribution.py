@@ -126,7 +126,7 @@ def test_merged_chunk_counts_tokens_not_chunks() -> None:
     # two steps: only what every reading agrees on is said.
     assert [t.origin for t in tokens] == [TokenOrigin.UNKNOWN] * 3
     (step,) = [e for e in events if isinstance(e, StepEvent)]
-    assert (step.steps, step.steps_min, step.split_known) == (1, 1, False)
+    assert (step.steps, step.steps_maybe_fewer, step.split_known) == (1, 0, False)
 
 
 def test_chunk_without_new_tokens_emits_nothing() -> None:
@@ -212,7 +212,7 @@ def test_one_step_whose_chunk_ends_inside_it() -> None:
     attributor.feed(counters("a", 1))
     step, *tokens = attributor.feed(counters("\u4e2d", 3, drafted=3, accepted=3))
     assert isinstance(step, StepEvent)
-    assert (step.steps, step.steps_min, step.split_known) == (1, 1, True)
+    assert (step.steps, step.steps_maybe_fewer, step.split_known) == (1, 0, True)
     origins = [t.origin for t in tokens if isinstance(t, TokenEvent)]
     assert origins == [TokenOrigin.UNKNOWN, TokenOrigin.DRAFT]
     rest = attributor.feed(counters("b", 4, drafted=3, accepted=3))

@@ -103,11 +103,11 @@ class RunMetrics(BaseModel):
     the tokens may be off, though the drafted/accepted/steps totals still come from the server."""
     steps_maybe_fewer: int = 0
     """How many fewer steps there may have been than ``steps``. A chunk that carried several
-    steps (held-back UTF-8) is counted as its tokens minus its accepted drafts (each step yields
-    its accepted drafts and one target token), kept inside the range of counts that fit the
-    server's counters; a draftless decode inside such a chunk, or a chunk that ends inside a step,
-    can make the true count differ. It lies in ``[steps - steps_maybe_fewer, steps +
-    steps_maybe_more]``; both 0: ``steps`` is exact."""
+    steps (held-back UTF-8) can often be split more than one way; ``steps`` then counts the split
+    with the fewest decodes whose drafter proposed nothing (so, mostly, its tokens minus its
+    accepted drafts: each step yields its accepted drafts and one target token), settled as later
+    chunks show what a step still owed. The true count lies in ``[steps - steps_maybe_fewer,
+    steps + steps_maybe_more]``; both 0: ``steps`` is exact."""
     steps_maybe_more: int = 0
     """How many more steps there may have been than ``steps`` (see ``steps_maybe_fewer``)."""
     steps_unsplit: int = 0
@@ -222,13 +222,15 @@ class StepEvent(_Event):
     steps' tokens in one chunk (it holds back a token that ends inside a UTF-8 character and
     sends it with the next). ``index`` is then the first of them, and ``drafted``/``accepted``
     are their sums."""
-    steps_min: int = 1
-    """The fewest steps that fit the server's counters for this event."""
-    steps_max: int = 1
-    """The most steps that fit (see `RunMetrics.steps_maybe_fewer`)."""
+    steps_maybe_fewer: int = 0
+    """After this event, how many fewer steps than counted so far may have happened (the
+    response's `RunMetrics.steps_maybe_fewer` as of this event)."""
+    steps_maybe_more: int = 0
+    """After this event, how many more steps than counted so far may have happened."""
     split_known: bool = True
-    """Whether each step's accepted count is known: always for one step; for several, only when
-    a single split fits (e.g. none of them accepted a draft). When False their accepted drafts
+    """Whether the accepted drafts are placed: they are one step's, at positions 0 to
+    ``accepted - 1``, and the event's other steps accepted none. Always so for one step; for
+    several, only when no other split fits (e.g. none of them accepted a draft). When False they
     count in the totals but not by position."""
 
     @property

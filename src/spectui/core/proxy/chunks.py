@@ -180,8 +180,9 @@ class StreamAttribution:
     """One streamed response, line by line: attributed, and cut where the client asked nothing.
 
     ``keep_events`` keeps every token and step event (for the TUI's token view and recording);
-    otherwise only the numbers are kept. The numbers (``events``, ``tracker``, ``error``, ``text``
-    and the rest) are those of the lines counted so far: call `settle` before reading them
+    otherwise only the numbers are kept. ``limit``: the request's n_predict, when it says. The
+    numbers (``events``, ``tracker``, ``error``, ``text`` and the rest) are those of the lines
+    counted so far: call `settle` before reading them
     (`LiveRequest` does).
     """
 
@@ -202,11 +203,15 @@ class StreamAttribution:
         "tracker",
     )
 
-    def __init__(self, kind: EndpointKind, *, strip: bool, keep_events: bool) -> None:
+    def __init__(
+        self, kind: EndpointKind, *, strip: bool, keep_events: bool, limit: int | None = None
+    ) -> None:
         self.kind = kind
         self.strip = strip
         self.keep_events = keep_events
-        self.attributor = Attributor()
+        # The request's n_predict, when it says: the server drafts nothing for the last token,
+        # which settles some chunks that carry several steps (`Attributor.limit`).
+        self.attributor = Attributor(limit=limit)
         self.tracker = MetricsTracker()
         self.events: list[TokenEvent | StepEvent] = []
         self.text_parts: list[str] = []

@@ -90,15 +90,17 @@ class MetricsTracker:
         self.steps += step.steps
         self.drafted += step.drafted
         self.accepted += step.accepted
-        if step.steps_max != step.steps_min:
-            self.steps_maybe_fewer += step.steps - step.steps_min
-            self.steps_maybe_more += step.steps_max - step.steps
+        # (the range as of the latest step: a later chunk can narrow it)
+        self.steps_maybe_fewer, self.steps_maybe_more = (
+            step.steps_maybe_fewer,
+            step.steps_maybe_more,
+        )
         if not step.split_known:
             self.steps_unsplit += step.steps
             self.accepted_unplaced += step.accepted
             return
-        if step.steps > 1:
-            return  # (a known split of several steps: none of them accepted a draft)
+        # A known split: the accepted drafts (if any) are one step's, positions 0.. (see
+        # `StepEvent.split_known`).
         missing = step.accepted - len(self.accepted_per_position)
         if missing > 0:
             self.accepted_per_position.extend([0] * missing)
