@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spectui.core.drafters.chain import UNKNOWN, ChainNamer, drafting_types
+from spectui.core.drafters.ngram import NgramSimple
 from spectui.core.drafters.settings import slot_factory
 from spectui.core.events import (
     EngineEvent,
@@ -474,3 +475,31 @@ def test_a_recording_keeps_the_drafters_and_replay_recounts_the_shares(tmp_path:
     assert set(recorded) == {"ngram-simple", "draft-mtp"}
     steps = [e for e in replayed.events if isinstance(e, StepEvent)]
     assert [s.drafter for s in steps] == _truth(points)
+
+
+def _simple_reference(n: int, m: int, history: Sequence[int], sampled: int) -> list[int]:
+    """`common_ngram_simple_draft` as upstream writes it: every window, from the end back."""
+    cur = len(history)
+    if cur <= n + m + 1:
+        return []
+    pattern = [*history[cur - n + 1 :], sampled]
+    for j in range(cur - n - 1, 0, -1):
+        if list(history[j : j + n]) == pattern:
+            copy = min(m, cur - (j + n))
+            return [] if copy < n else list(history[j + n : j + n + copy])
+    return []
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    n=st.integers(1, 4),
+    m=st.integers(1, 6),
+    history=st.lists(st.integers(0, 3), max_size=40),
+    sampled=st.integers(0, 3),
+)
+def test_ngram_simple_finds_the_window_upstream_finds(
+    n: int, m: int, history: list[int], sampled: int
+) -> None:
+    expected = _simple_reference(n, m, history, sampled)
+    assert NgramSimple(size_n=n, size_m=m).draft(history, sampled) == expected
+    assert NgramSimple(size_n=n, size_m=m).draft(tuple(history), sampled) == expected

@@ -78,11 +78,21 @@ class NgramSimple:
         if cur <= n + m + 1:
             return []
         pattern = [*history[cur - n + 1 :], sampled]
-        for j in range(cur - n - 1, 0, -1):  # position 0 means "no match" upstream
+        # Upstream tries j = cur-n-1 down to 1 (0 means "no match"). The window's last token must
+        # be ``sampled``: list.index finds those candidates in C, on the reversed history (the
+        # naming of a chain asks at every step of a live run, over histories of thousands).
+        backwards = list(reversed(history))  # backwards[i] is history[cur - 1 - i]
+        i = 1  # the window j ends at cur - 1 - i: i = 1 is j = cur - n - 1
+        while True:
+            try:
+                i = backwards.index(sampled, i, cur - n)  # (cur - n - 1: j = 1, the last)
+            except ValueError:
+                return []
+            j = cur - i - n
             if list(history[j : j + n]) == pattern:
                 copy = min(m, cur - (j + n))
                 return [] if copy < n else list(history[j + n : j + n + copy])
-        return []
+            i += 1
 
     def accept(self, accepted: int) -> None:
         """Nothing to learn."""
