@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,14 +11,13 @@ from spectui.core.compare.models import (
     ComparePlan,
     ComparePrompt,
     RunRecord,
-    Sampling,
 )
 from spectui.core.compare.store import BinaryInfo, CompareDocument, ModelInfo, ServerOptions
 from spectui.core.compare.textdiff import token_ends
 from spectui.core.engine.base import ServerInfo
 from spectui.core.events import (
-    EngineEvent,
     ErrorEvent,
+    EventStream,
     RunMetrics,
     ServerState,
     ServerStateEvent,
@@ -29,7 +27,7 @@ from spectui.core.events import (
 )
 from spectui.core.llama.binary import Capabilities, parse_help
 from spectui.core.llama.specconfig import SpecConfig
-from spectui.core.request import GenerationRequest
+from spectui.core.request import GenerationRequest, Sampling
 
 
 def config(text: str) -> CompareConfig:
@@ -88,7 +86,7 @@ def record(
         prompt=prompt,
         round=round_,
         warmup=warmup,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         error=None if status == "ok" else "boom",
         tokens=tokens if status == "ok" else 0,
         tokens_per_second=tps if status == "ok" else None,
@@ -148,7 +146,7 @@ class ScriptedEngine:
     def _kind(self, spec: SpecConfig) -> str:
         return ",".join(spec.types)
 
-    async def _launch(self, spec: SpecConfig, how: str) -> AsyncIterator[EngineEvent]:
+    async def _launch(self, spec: SpecConfig, how: str) -> EventStream:
         self.log.append((how, self._kind(spec), ""))
         self.running = 0  # the old one is gone before the new one starts
         if self._kind(spec) in self.fail_types:
@@ -159,13 +157,13 @@ class ScriptedEngine:
         self.spec = spec
         yield ServerStateEvent(state=ServerState.READY, detail="ready")
 
-    def start(self) -> AsyncIterator[EngineEvent]:
+    def start(self) -> EventStream:
         return self._launch(self.spec, "start")
 
-    def switch_spec(self, spec: SpecConfig, *, adopt: bool = False) -> AsyncIterator[EngineEvent]:
+    def switch_spec(self, spec: SpecConfig, *, adopt: bool = False) -> EventStream:
         return self._launch(spec, "switch")
 
-    async def run(self, request: GenerationRequest) -> AsyncIterator[EngineEvent]:
+    async def run(self, request: GenerationRequest) -> EventStream:
         kind = self._kind(self.spec)
         prompt = request.prompt.removeprefix("prompt ")
         self.log.append(("run", kind, prompt))
@@ -227,6 +225,15 @@ class FakeSetup:
         default_factory=lambda: ModelInfo(path="/models/m.gguf", size_bytes=123)
     )
     server: ServerOptions = field(default_factory=lambda: ServerOptions(ctx_size=4096))
+    model: Path = Path("/models/m.gguf")
+    """The model path (`model_info`'s), which configs are checked against."""
+    parallel: int = 1
+    """Server slots (`with_slots`)."""
+
+    def with_slots(self, levels: tuple[int, ...]) -> FakeSetup:
+        """A slot per stream of the largest level (nothing to refuse: no server arguments)."""
+        self.parallel = max(levels)
+        return self
 
     @property
     def caps(self) -> Capabilities:

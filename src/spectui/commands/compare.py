@@ -67,6 +67,14 @@ def add_compare_options(parser: argparse.ArgumentParser) -> None:
         "--reps", type=positive, metavar="N", help=f"counted rounds (default {DEFAULT_REPS})"
     )
     group.add_argument(
+        "--concurrency",
+        type=levels,
+        metavar="N,N",
+        help="concurrency levels, e.g. 1,2,4: each config runs its prompts with N client "
+        "streams at once at each level (closed loop), on a server with a slot per stream of "
+        "the largest; the verdict says up to which level speculation pays (default 1)",
+    )
+    group.add_argument(
         "--memory-budget",
         dest="memory_budget",
         metavar="SIZE|PCT",
@@ -100,6 +108,20 @@ def add_compare_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def levels(text: str) -> tuple[int, ...]:
+    """An argparse type: concurrency levels, '1,2,4' (each a whole number, 1 or more)."""
+    out = []
+    for part in text.split(","):
+        try:
+            out.append(positive(part.strip()))
+        except argparse.ArgumentTypeError as error:
+            raise argparse.ArgumentTypeError(
+                f"levels are whole numbers of streams, 1 or more, e.g. 1,2,4 ({part.strip()!r}: "
+                f"{error})"
+            ) from None
+    return tuple(sorted(set(out)))
+
+
 def add_identical_answers_flag(group: argparse._ActionsContainer) -> None:
     """``--identical-answers``: the strict rule (compare and tune)."""
     group.add_argument(
@@ -121,6 +143,8 @@ class CompareOptions(ResultsOptions):
     """--prompts: 'builtin', 'builtin:KEY,KEY' or a prompt file (None: 'builtin')."""
     reps: int | None = None
     """--reps: counted rounds (None: `DEFAULT_REPS`)."""
+    concurrency: tuple[int, ...] | None = None
+    """--concurrency: the levels, streams at once (None: one at a time)."""
     csv_out: Path | None = None
     """--csv: every run as CSV, rewritten after every run."""
     record: Path | None = None
@@ -131,6 +155,7 @@ _PLAN_FLAGS = {
     "configs": "--config",
     "prompts": "--prompts",
     "reps": "--reps",
+    "concurrency": "--concurrency",
     **REQUEST_FLAGS,
     "ctx_size": "--ctx-size",
 }
@@ -161,6 +186,7 @@ def _new_document(
         configs=configs,
         prompts=prompts,
         reps=options.reps or DEFAULT_REPS,
+        concurrency=options.concurrency or (1,),
         sampling=sampling,
         delivery=settings.delivery,
         memory_budget=budget,
@@ -173,6 +199,7 @@ def _new_document(
 
 async def _compare(settings: Settings, args: argparse.Namespace) -> int:
     from spectui.core.compare.runner import CompareRunner
+    from spectui.core.compare.setup import slot_counter
     from spectui.core.compare.store import finished_seqs, load_document
 
     options = CompareOptions.from_namespace(args)  # (nothing below reads ``args``)
@@ -197,6 +224,8 @@ async def _compare(settings: Settings, args: argparse.Namespace) -> int:
         budget = resolve_budget(options.memory_budget)  # a bad one: first
         setup = compare_setup(settings)
         document = _new_document(settings, options, setup, budget)
+    if document.plan.concurrent:
+        setup = setup.with_slots(document.plan.concurrency)  # (a refusal: before any file)
     done = finished_seqs(document)
     pending = [job for job in document.plan.jobs() if job.seq not in done]
     trust_code = options.trust_code
@@ -218,6 +247,7 @@ async def _compare(settings: Settings, args: argparse.Namespace) -> int:
         on_save=exports.write,
         trust_code=trust_code,
         probe=divergence_prober(engine),
+        slot_count=slot_counter(engine) if document.plan.concurrent else None,
     )
     print(
         f"spectui: results in {outputs[0]} (if interrupted: spectui compare --resume {outputs[0]})",
@@ -286,13 +316,20 @@ class _Exports:
         self.markdown_path = markdown_path
 
     def write(self, document: CompareDocument) -> None:
-        from spectui.core.compare.export import to_csv, to_markdown
+        from spectui.core.compare.export import levels_csv, to_csv, to_markdown
         from spectui.core.compare.store import write_atomic
 
         if self.csv_path is not None:
             write_atomic(self.csv_path, to_csv(document))
+            if document.plan.concurrency != (1,):
+                write_atomic(levels_csv_path(self.csv_path), levels_csv(document))
         if self.markdown_path is not None:
             write_atomic(self.markdown_path, to_markdown(document))
+
+
+def levels_csv_path(csv_path: Path) -> Path:
+    """Where the concurrency table goes beside the runs' CSV: 'runs.csv' -> 'runs-levels.csv'."""
+    return csv_path.with_name(f"{csv_path.stem}-levels{csv_path.suffix or '.csv'}")
 
 
 def run_compare(settings: Settings, args: argparse.Namespace) -> int:

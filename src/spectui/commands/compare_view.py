@@ -36,6 +36,26 @@ def summary_table(document: CompareDocument, title: str | None = None) -> Render
     return table
 
 
+def level_table(document: CompareDocument) -> RenderableType | None:
+    """The concurrency table (a column per level), or None when the plan runs level 1 only."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from spectui.core.compare import export
+
+    headers, rows = export.level_table(document)
+    if not rows:
+        return None
+    table = Table(title="concurrency", title_justify="left", expand=False)
+    for name in headers:
+        table.add_column(name, justify="left" if name in ("config", "metric") else "right")
+    styles = {"keep": "bold green", "drop": "bold red", "failed": "red", "baseline": "dim"}
+    for row in rows:
+        style = styles.get(row[-1], "") if row[1] == "verdict" else ""
+        table.add_row(*(Text(cell, style=style if i > 1 else "") for i, cell in enumerate(row)))
+    return table
+
+
 class StderrLive:
     """A live view on stderr while a long command runs, only on a terminal, and gone when it
     ends (the final table goes to stdout and must not stand twice). Subclasses set
@@ -91,7 +111,9 @@ class LiveView(StderrLive):
     def _render(self) -> RenderableType:
         from rich.console import Group
 
-        return Group(summary_table(self.document), self.progress)
+        levels = level_table(self.document)
+        tables = [summary_table(self.document)] if self.document.summary or not levels else []
+        return Group(*tables, *([levels] if levels else []), self.progress)
 
     def update(self, event: CompareEvent, document: CompareDocument) -> None:
         from rich.markup import escape
@@ -146,8 +168,14 @@ def print_final(document: CompareDocument, *, chart: bool) -> None:
     out = Console()
     if not out.is_terminal:
         out = Console(width=160)  # a file or a pipe: do not squeeze the table into 80 columns
-    out.print(summary_table(document, title="spectui compare"))
+    if document.summary or not document.levels:
+        out.print(summary_table(document, title="spectui compare"))
     labels = {c.name: c.label for c in document.plan.configs}
+    if (levels := level_table(document)) is not None:
+        out.print(levels)
+        for verdict in document.level_verdicts:
+            label = labels.get(verdict.config, verdict.config)
+            out.print(f"[bold]{escape(label)}[/]: {escape(verdict.sentence)}", highlight=False)
     for row in document.summary:
         if row.verdict not in ("baseline", "pending"):
             label = labels.get(row.config, row.config)

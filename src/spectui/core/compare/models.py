@@ -4,6 +4,12 @@ The schedule is the fairness contract in code: rounds alternate the configs (A B
 never all-A-then-all-B, so drift (thermal throttling, a neighbour's load) hits every config alike;
 within a round each config runs all prompts on one server start, so a round costs one restart
 per config. Each config's first start also gets one uncounted warm-up run (round 0).
+
+With concurrency levels (``--concurrency 1,2,4``) each config's block of a round runs once per
+level, on the same server start (launched with one slot per stream of the largest level): at
+level 1 the prompts one after another, at level N N clients at once, each sending every prompt
+in turn (client c starting at prompt c), closed loop: a client sends its next prompt when its
+previous answer ends.
 """
 
 from __future__ import annotations
@@ -11,7 +17,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    computed_field,
+    field_validator,
+    model_validator,
+)
 
 from spectui.core.compare.budget import MemoryBudget
 from spectui.core.compare.checkers import Checker
@@ -82,6 +95,15 @@ class CompareJob(BaseModel):
     """An uncounted warm-up run."""
     segment: int
     """Index of the server start this run belongs to (one per config per round)."""
+    level: int = 1
+    """Concurrent client streams of the block this run belongs to (1: one at a time)."""
+    client: int = 0
+    """Which of the level's clients sends it (0..level-1): its runs go one after another."""
+
+    @property
+    def block(self) -> tuple[int, str, int]:
+        """(round, config, level): the runs that run together, ``level`` at a time."""
+        return (self.round, self.config, self.level)
 
 
 def delivery_out_of_sampling(data: Any) -> Any:
@@ -120,6 +142,9 @@ class ComparePlan(BaseModel):
     identical_answers: bool = False
     """The strict rule: any answer that differs from the baseline's at temperature 0 drops the
     config (default: a change at a near-tie is a caveat, judged by the prompt's checkers)."""
+    concurrency: tuple[int, ...] = (1,)
+    """Concurrency levels, ascending: each config runs its prompts at every level (N client
+    streams at once, closed loop). A file written before levels existed ran level 1 only."""
     active: tuple[tuple[str, ...], ...] | None = None
     """Per round (1..reps), the config names that run in it (None: every config, every round).
     `tune` races candidates: losers leave the schedule, the baseline stays in every round."""
@@ -129,6 +154,23 @@ class ComparePlan(BaseModel):
     def _older_sampling(cls, data: Any) -> Any:
         # Results files written before `Delivery` still resume and load.
         return delivery_out_of_sampling(data)
+
+    @field_validator("concurrency")
+    @classmethod
+    def _levels(cls, levels: tuple[int, ...]) -> tuple[int, ...]:
+        if not levels or min(levels) < 1:
+            raise ValueError("concurrency levels are whole numbers of streams, 1 or more")
+        return tuple(sorted(set(levels)))
+
+    @property
+    def slots(self) -> int:
+        """Server slots the comparison needs: one per stream of the largest level."""
+        return max(self.concurrency)
+
+    @property
+    def concurrent(self) -> bool:
+        """Whether any level runs more than one stream at a time."""
+        return self.slots > 1
 
     def config(self, name: str) -> CompareConfig:
         """The config called ``name``."""
@@ -176,18 +218,29 @@ class ComparePlan(BaseModel):
                             segment=segment,
                         )
                     )
-                for prompt in self.prompts:
-                    jobs.append(
-                        CompareJob(
-                            seq=len(jobs),
-                            round=round_,
-                            config=config.name,
-                            prompt=prompt.key,
-                            segment=segment,
+                for level in self.concurrency:
+                    for client, prompt in self._level_order(level):
+                        jobs.append(
+                            CompareJob(
+                                seq=len(jobs),
+                                round=round_,
+                                config=config.name,
+                                prompt=prompt.key,
+                                segment=segment,
+                                level=level,
+                                client=client,
+                            )
                         )
-                    )
                 segment += 1
         return jobs
+
+    def _level_order(self, level: int) -> list[tuple[int, ComparePrompt]]:
+        """(client, prompt) of one level's block: each client sends every prompt, client c
+        starting at prompt c, so the streams in flight at once ask different prompts."""
+        n = len(self.prompts)
+        return [
+            (client, self.prompts[(client + i) % n]) for client in range(level) for i in range(n)
+        ]
 
     def request(self, prompt: ComparePrompt) -> GenerationRequest:
         """The request of every run of ``prompt``."""
@@ -209,6 +262,18 @@ class RunRecord(BaseModel):
     """1..reps; 0 for a warm-up."""
     warmup: bool = False
     """Uncounted warm-up run."""
+    level: int = 1
+    """Concurrent client streams of the block it ran in (1: one at a time)."""
+    client: int = 0
+    """Which of the level's clients sent it."""
+    sent_at: datetime | None = None
+    """Wall-clock time the request was sent (UTC): with ``finished_at``, a block's span."""
+    queue_ms: float | None = None
+    """Request sent -> the server began its prompt (its first prompt-progress chunk): the HTTP
+    round trip, the batch in flight, and any wait for a free slot."""
+    waited_for_slot: bool = False
+    """Sent while every server slot was busy with another of the comparison's requests, so it
+    queued until one freed (never, when the server has a slot per stream of the level)."""
     session: int = 0
     """Which invocation ran it (0, then 1 after the first --resume, ...)."""
     status: Literal["ok", "failed"] = "ok"

@@ -12,29 +12,41 @@ the user named, or they said so); otherwise those checks are recorded as 'skippe
 A config whose server cannot start is recorded as failed (its later runs too, without retrying)
 while the other configs continue. Cancelling the iteration (Ctrl-C) loses only the run in flight;
 `--resume` continues from the document.
+
+A concurrency level above 1 runs as a block: its clients stream at once (`_run_block`), each
+sending its prompts one after another; their checkers run after the block, so checking never
+delays a client's next request. A block is kept whole or not at all: cancelling it loses the
+block, and --resume runs it again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import itertools
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from spectui.core.compare.checkers import CheckResult, run_checker
+from spectui.core.compare.attempt import checked, failed_record, run_once
 from spectui.core.compare.divergence import Answer, ProbeError, Prober, explained, pending
 from spectui.core.compare.models import (
     CompareConfig,
     CompareJob,
-    ComparePlan,
     CompareSessionInfo,
     RunRecord,
     ServerStart,
-    round_name,
+)
+from spectui.core.compare.progress import (
+    CompareEvent,
+    CompareFinished,
+    CompareStarted,
+    ConfigFailed,
+    RunFinished,
+    RunStarting,
+    ServerStatus,
+    progress_line,
 )
 from spectui.core.compare.store import (
     CompareDocument,
@@ -43,104 +55,9 @@ from spectui.core.compare.store import (
     finished_seqs,
     write_atomic,
 )
-from spectui.core.compare.textdiff import token_ends
 from spectui.core.engine.base import Engine
 from spectui.core.errors import SpectuiError
-from spectui.core.events import (
-    ErrorEvent,
-    RunMetrics,
-    ServerState,
-    ServerStateEvent,
-    SummaryEvent,
-    TokenEvent,
-)
-
-
-class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class CompareStarted(_Event):
-    """The runner begins (or resumes)."""
-
-    type: Literal["started"] = "started"
-    total: int
-    """Runs planned in all, warm-ups included."""
-    done: int
-    """Runs already recorded (a resumed comparison)."""
-
-
-class ServerStatus(_Event):
-    """The server is (re)starting for a config, or became ready."""
-
-    type: Literal["server"] = "server"
-    config: str
-    """The config it runs."""
-    round: int
-    """The round being opened."""
-    state: ServerState
-    """Its lifecycle state."""
-    detail: str = ""
-    """One line about it."""
-
-
-class ConfigFailed(_Event):
-    """The server could not run a config; its runs are recorded as failed."""
-
-    type: Literal["config_failed"] = "config_failed"
-    config: str
-    """The config."""
-    round: int
-    """The round it failed in."""
-    detail: str
-    """Why, in one line."""
-    log_tail: list[str] = Field(default_factory=list)
-    """The server's last log lines."""
-
-
-class RunStarting(_Event):
-    """A run begins."""
-
-    type: Literal["run_starting"] = "run_starting"
-    job: CompareJob
-    """Which one."""
-
-
-class RunFinished(_Event):
-    """A run ended and is saved; ``record`` carries its comparison with the baseline."""
-
-    type: Literal["run_finished"] = "run_finished"
-    record: RunRecord
-    """The run's record, as written."""
-    done: int
-    """Runs recorded so far, this one included."""
-    total: int
-    """Runs planned in all."""
-
-
-class CompareFinished(_Event):
-    """Every planned run has a record."""
-
-    type: Literal["finished"] = "finished"
-    document: CompareDocument
-    """The final document (summary and verdicts included)."""
-
-
-CompareEvent = Annotated[
-    CompareStarted | ServerStatus | ConfigFailed | RunStarting | RunFinished | CompareFinished,
-    Field(discriminator="type"),
-]
-"""Anything the runner reports."""
-
-
-def progress_line(event: CompareEvent, plan: ComparePlan) -> str | None:
-    """The progress line for a server status or a starting run (the CLI and the TUI show it)."""
-    if isinstance(event, ServerStatus):
-        return f"round {event.round} · {plan.label(event.config)}: server {event.state.value}"
-    if isinstance(event, RunStarting):
-        job = event.job
-        return f"{round_name(job)} · {plan.label(job.config)} · {job.prompt}"
-    return None
+from spectui.core.events import ServerState, ServerStateEvent
 
 
 class CompareRunner:
@@ -157,10 +74,12 @@ class CompareRunner:
         running: CompareConfig | None = None,
         new_session: bool = True,
         probe: Prober | None = None,
+        slot_count: Callable[[], Awaitable[int | None]] | None = None,
     ) -> None:
         """``running``: the config ``engine``'s server already runs (a racing tune hands one
         engine from round to round); ``new_session``: this invocation is a new session (False
-        for later rounds of the same one)."""
+        for later rounds of the same one); ``slot_count``: reads the running server's slots
+        (``/slots``) after each start of a concurrent plan (None: trust the launch)."""
         self.engine = engine
         self.trust_code = trust_code
         """Whether the plan's Python checkers may run (else their checks are 'skipped')."""
@@ -187,6 +106,9 @@ class CompareRunner:
         """The server died during the latest run."""
         self._broken: dict[str, str] = {}
         """Configs the server could not start with -> why (their runs are recorded as failed)."""
+        self._slot_count = slot_count
+        self._slots: int | None = None
+        """The running server's slot count, as read after its start (None: not read)."""
         self._prober = probe
         """Asks the baseline's server for its candidates where an answer changed (None: no
         probes; changed answers then stay unexplained, and count as divergent)."""
@@ -224,10 +146,11 @@ class CompareRunner:
         with contextlib.ExitStack() as locks:
             for path in self.outputs:
                 locks.enter_context(ResultLock(path))
-            async for event in self._run_pending():
-                yield event
+            async with contextlib.aclosing(self._run_pending()) as events:
+                async for event in events:
+                    yield event
 
-    async def _run_pending(self) -> AsyncIterator[CompareEvent]:
+    async def _run_pending(self) -> AsyncGenerator[CompareEvent, None]:
         yield CompareStarted(total=self.total, done=self.done)
         if self.pending and (self._new_session or not self.sessions):
             self.sessions.append(
@@ -235,31 +158,101 @@ class CompareRunner:
             )
         session = max(len(self.sessions) - 1, 0)
         self.save()
-        for job in list(self.pending):
-            config = self.plan.config(job.config)
-            if job.config not in self._broken and (
-                self._current is None or self._current.name != job.config
-            ):
-                if self._current is not None and self._current.is_baseline:
-                    await self._probe_divergences()  # the baseline's server, before it goes
-                async for event in self._switch(config, job):
+        for _, group in itertools.groupby(list(self.pending), key=_block_key):
+            block = list(group)
+            job = block[0]
+            async for event in self._ensure_server(job):
+                yield event
+            if job.level > 1 and job.config not in self._broken:
+                # Closed with this generator: a block's streams never outlive the comparison.
+                async with contextlib.aclosing(self._run_block(block, session)) as items:
+                    async for item in items:
+                        if isinstance(item, _Cancelled):
+                            return  # cancelled under us: the block is not a result
+                        yield item
+                continue
+            for job in block:
+                async for event in self._ensure_server(job):  # (again after a death)
                     yield event
-            yield RunStarting(job=job)
-            if job.config in self._broken:
-                record: RunRecord | None = _failed(job, session, self._broken[job.config])
-            else:
-                record, self._died = await self._run(job, session)
-                if self._died:
-                    self._current = None  # the next run restarts it
-            if record is None:
-                return  # the run was cancelled under us (the engine is closing): stop here
-            self.records.append(record)
-            self.pending.remove(job)
-            document = self.save()
-            yield RunFinished(record=document.runs[-1], done=self.done, total=self.total)
+                yield RunStarting(job=job)
+                if job.config in self._broken:
+                    record: RunRecord | None = failed_record(job, session, self._broken[job.config])
+                else:
+                    record, self._died = await self._run(job, session)
+                    if self._died:
+                        self._current = None  # the next run restarts it
+                if record is None:
+                    return  # the run was cancelled under us (the engine is closing): stop here
+                yield self._keep(record)
         async for event in self._probe_at_end():
             yield event
         yield CompareFinished(document=self.save())
+
+    async def _ensure_server(self, job: CompareJob) -> AsyncIterator[CompareEvent]:
+        """Start the server with ``job``'s config unless it runs it (or cannot)."""
+        if job.config in self._broken or (
+            self._current is not None and self._current.name == job.config
+        ):
+            return
+        if self._current is not None and self._current.is_baseline:
+            await self._probe_divergences()  # the baseline's server, before it goes
+        async for event in self._switch(self.plan.config(job.config), job):
+            yield event
+
+    def _keep(self, record: RunRecord) -> RunFinished:
+        """Record a finished run and save the document."""
+        self.records.append(record)
+        self.pending = [job for job in self.pending if job.seq != record.seq]
+        document = self.save()
+        return RunFinished(record=document.runs[-1], done=self.done, total=self.total)
+
+    async def _run_block(
+        self, block: list[CompareJob], session: int
+    ) -> AsyncGenerator[CompareEvent | _Cancelled, None]:
+        """A concurrency level's block: its clients at once, each sending its runs one after
+        another (closed loop); checkers after the block. Yields RunStarting as runs begin, then
+        RunFinished for each, in schedule order; `_Cancelled` (and nothing is kept) when a run
+        was cancelled under it (the engine is closing)."""
+        events: asyncio.Queue[RunStarting | None] = asyncio.Queue()
+        done: dict[int, tuple[RunRecord | None, bool]] = {}
+        in_flight = 0
+
+        async def client(jobs: list[CompareJob]) -> None:
+            nonlocal in_flight
+            for job in jobs:
+                # With a slot per stream this never holds; it does when slots are fewer.
+                waited = self._slots is not None and in_flight >= self._slots
+                in_flight += 1
+                events.put_nowait(RunStarting(job=job))
+                try:
+                    done[job.seq] = await self._run(job, session, check=False, waited=waited)
+                finally:
+                    in_flight -= 1
+                if done[job.seq][0] is None:
+                    return
+
+        by_client = [[j for j in block if j.client == c] for c in sorted({j.client for j in block})]
+        tasks = [asyncio.create_task(client(jobs)) for jobs in by_client]
+        gathered = asyncio.gather(*tasks)
+        gathered.add_done_callback(lambda _: events.put_nowait(None))
+        try:
+            while (event := await events.get()) is not None:
+                yield event
+            await gathered
+        finally:
+            for task in tasks:
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.gather(*tasks, return_exceptions=True)
+        if any(record is None for record, _ in done.values()):
+            yield _Cancelled()
+            return
+        if any(died for _, died in done.values()):
+            self._died, self._current = True, None  # the next block restarts it
+        for job in block:
+            record = done[job.seq][0]
+            assert record is not None  # (every job ran: none was cancelled)
+            yield self._keep(await self._checked(record))
 
     async def _probe_at_end(self) -> AsyncIterator[CompareEvent]:
         """Probe what is still unexplained, on the baseline's server (restarted if need be)."""
@@ -335,6 +328,8 @@ class CompareRunner:
                 )
         except SpectuiError as error:
             ok, detail = False, str(error)
+        if ok and (few := await self._too_few_slots()) is not None:
+            ok, detail = False, few
         self.starts.append(
             ServerStart(
                 before_seq=job.seq,
@@ -353,68 +348,51 @@ class CompareRunner:
         self._broken[config.name] = f"the server failed to start with this config: {detail}"
         yield ConfigFailed(config=config.name, round=round_, detail=detail, log_tail=tail)
 
-    async def _run(self, job: CompareJob, session: int) -> tuple[RunRecord | None, bool]:
-        """One generation and its check; (record, whether the server died under it).
-
-        The record is None when the run was cancelled (the engine is closing): a cut-short
-        answer is not a result, and --resume must run it again.
-        """
-        prompt = self.plan.prompt(job.prompt)
-        texts: list[str] = []
-        summary: SummaryEvent | None = None
-        error: str | None = None
-        died = False
-        async for event in self.engine.run(self.plan.request(prompt)):
-            if isinstance(event, TokenEvent):
-                texts.append(event.text)
-            elif isinstance(event, SummaryEvent):
-                summary = event
-            elif isinstance(event, ErrorEvent):
-                error = error or event.message
-            elif isinstance(event, ServerStateEvent) and event.state is ServerState.FAILED:
-                died = True
-                error = error or event.detail
-        if summary is not None and summary.stop_reason == "cancelled" and error is None:
-            return None, died
-        if summary is None or error is not None:
-            return _failed(job, session, error or "the run ended without a result"), died
-        check: CheckResult | None = None
-        if prompt.check is not None:
-            check = await run_checker(prompt.check, summary.text, trust_code=self.trust_code)
-        m = summary.metrics
-        record = RunRecord(
-            **_job_fields(job, session),
-            # The run's numbers under their own names, from the model (not copied one by one:
-            # a field added to RunMetrics and RunRecord arrives by itself).
-            **m.model_dump(include=_SHARED_METRICS),
-            acceptance=m.acceptance_rate,
-            mean_acceptance_length=m.mean_acceptance_length,
-            stop_reason=summary.stop_reason,
-            text=summary.text,
-            token_ends=token_ends(texts),
-            token_ids=summary.token_ids if job.config == self.plan.baseline.name else [],
-            server_timings=summary.server_timings,
-            check_status=None if check is None else check.status,
-            check_detail="" if check is None else check.detail,
+    async def _too_few_slots(self) -> str | None:
+        """Why the server just started cannot run the plan's largest level (None: it can, or
+        the plan runs one stream at a time)."""
+        self._slots = None
+        if not self.plan.concurrent or self._slot_count is None:
+            return None
+        self._slots = await self._slot_count()
+        if self._slots is None or self._slots >= self.plan.slots:
+            return None
+        return (
+            f"the server has {self._slots} slot{'s' if self._slots != 1 else ''}, "
+            f"fewer than the {self.plan.slots} concurrent streams asked"
         )
+
+    async def _run(
+        self, job: CompareJob, session: int, *, check: bool = True, waited: bool = False
+    ) -> tuple[RunRecord | None, bool]:
+        """One generation and (``check``) its check; see `attempt.run_once`."""
+        record, died = await run_once(self.engine, self.plan, job, session, waited=waited)
+        if check and record is not None:
+            record = await self._checked(record)
         return record, died
 
-
-_SHARED_METRICS = set(RunRecord.model_fields) & set(RunMetrics.model_fields)
-"""The run's numbers a record keeps under the names `RunMetrics` gives them."""
-
-
-def _job_fields(job: CompareJob, session: int) -> dict[str, object]:
-    return {
-        "seq": job.seq,
-        "config": job.config,
-        "prompt": job.prompt,
-        "round": job.round,
-        "warmup": job.warmup,
-        "session": session,
-        "finished_at": datetime.now(UTC),
-    }
+    async def _checked(self, record: RunRecord) -> RunRecord:
+        """``record`` with its prompt's checker outcome (`attempt.checked`)."""
+        return await checked(self.plan, record, trust_code=self.trust_code)
 
 
-def _failed(job: CompareJob, session: int, error: str) -> RunRecord:
-    return RunRecord(**_job_fields(job, session), status="failed", error=error)
+class _Cancelled:
+    """A block's marker: one of its runs was cancelled under it (the engine is closing)."""
+
+
+def _block_key(job: CompareJob) -> tuple[int, str, int, bool]:
+    """The runs that go together: a level's block of a config's round (a warm-up alone)."""
+    return (*job.block, job.warmup)
+
+
+__all__ = [
+    "CompareEvent",
+    "CompareFinished",
+    "CompareRunner",
+    "CompareStarted",
+    "ConfigFailed",
+    "RunFinished",
+    "RunStarting",
+    "ServerStatus",
+    "progress_line",
+]

@@ -8,14 +8,15 @@ so a typo costs one line, not a half-run comparison.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from spectui.core.compare.models import BASELINE, CompareConfig
 from spectui.core.compare.store import BinaryInfo, ModelInfo, ServerOptions
-from spectui.core.engine.base import EngineDirs
+from spectui.core.engine.base import Engine, EngineDirs
 from spectui.core.engine.live import LiveEngine, demo_model, launch_engine
 from spectui.core.errors import SpecConfigError, SpectuiError
 from spectui.core.llama.binary import (
@@ -24,6 +25,7 @@ from spectui.core.llama.binary import (
     find_llama_server,
     probe_capabilities,
 )
+from spectui.core.llama.client import ServerClient
 from spectui.core.llama.gguf import check_gguf
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.stream import DEFAULT_STALL_TIMEOUT_S
@@ -50,6 +52,10 @@ class CompareSetup:
     port: int | None = None
     dirs: EngineDirs = field(default_factory=EngineDirs)
     stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S
+    parallel: int = 1
+    """Server slots (``--parallel``): one per stream of the comparison's largest level.
+    llama-server splits ``--ctx-size`` across its slots, so the launch multiplies it: every
+    stream gets the context a one-stream comparison gets."""
 
     @property
     def binary_info(self) -> BinaryInfo:
@@ -74,13 +80,58 @@ class CompareSetup:
             self.caps,
             self.model,
             spec,
-            ctx_size=self.server.ctx_size,
+            ctx_size=self.server.ctx_size * self.parallel,
             host=self.host,
             port=self.port,
             extra_args=tuple(self.server.extra_args),
             dirs=self.dirs,
             stall_timeout_s=self.stall_timeout_s,
+            parallel=self.parallel,
         )
+
+    def with_slots(self, levels: Sequence[int]) -> CompareSetup:
+        """This setup with a slot per stream of the largest of ``levels``; refused in one line
+        when the extra server arguments fix fewer (``--parallel``)."""
+        need = max(levels)
+        given = declared_slots(self.server.extra_args, self.caps)
+        if given is not None and given < need:
+            raise CompareSetupError(
+                f"--concurrency {need} needs {need} server slots, but the server arguments "
+                f"give --parallel {given}: drop it (compare sets --parallel {need}) or lower "
+                "the levels"
+            )
+        return dataclasses.replace(self, parallel=given or need)
+
+
+def declared_slots(args: Sequence[str], caps: Capabilities) -> int | None:
+    """The slot count ``args`` (extra llama-server arguments) set with ``--parallel``/``-np``
+    (the last one wins, as in llama-server), or None."""
+    slots: int | None = None
+    for index, token in enumerate(args):
+        flag, _, value = token.partition("=")
+        if caps.canonical.get(flag, flag) not in ("--parallel", "-np"):
+            continue
+        value = value or (args[index + 1] if index + 1 < len(args) else "")
+        try:
+            slots = int(value)
+        except ValueError:
+            continue  # llama-server itself says what is wrong with it
+    return slots
+
+
+def slot_counter(engine: Engine) -> Callable[[], Awaitable[int | None]]:
+    """Reads the slot count of ``engine``'s server from ``/slots`` (None: it does not say);
+    the URL is read at each call, after any restart (compare's own server: no API key)."""
+
+    async def count() -> int | None:
+        async with ServerClient(engine.info.url) as client:
+            try:
+                slots = await client.slots()
+            except SpectuiError:
+                return None
+        return len(slots) if slots else None
+
+    return count
 
 
 def prepare(

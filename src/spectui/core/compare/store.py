@@ -26,6 +26,7 @@ from pydantic import (
 
 from spectui import __version__
 from spectui.core.compare.costmodel import CostModel, fit_runs, predictions
+from spectui.core.compare.levels import LevelRow, LevelVerdict, level_rows, level_verdicts
 from spectui.core.compare.models import (
     ComparePlan,
     CompareSessionInfo,
@@ -133,7 +134,12 @@ class CompareDocument(BaseModel):
     sessions: list[CompareSessionInfo] = Field(default_factory=list)
     """The invocations that ran it (more than one after --resume)."""
     summary: list[SummaryRow] = Field(default_factory=list)
-    """One row per config × prompt, with the verdict."""
+    """One row per config × prompt, with the verdict (runs of one stream at a time)."""
+    levels: list[LevelRow] = Field(default_factory=list)
+    """One row per concurrency level × config, judged per level (empty unless the plan runs
+    more than level 1)."""
+    level_verdicts: list[LevelVerdict] = Field(default_factory=list)
+    """Per config: where speculation stops paying as streams are added, in one sentence."""
     restarts: str = ""
     """How the server was restarted between configs and rounds, in one sentence."""
     cost_model: CostModel | None = None
@@ -179,13 +185,19 @@ class CompareDocument(BaseModel):
         """This document with the runs so far, their correctness and a fresh summary."""
         planned = len(self.plan.jobs())
         runs = annotate(self.plan, runs)
-        cost = fit_runs(self.plan, runs)
+        # The step-cost model is of one stream: a batch of several steps costs otherwise.
+        single = [r for r in runs if r.level == 1]
+        cost = fit_runs(self.plan, single)
+        priced = {r.seq: r for r in predictions(self.plan, single, cost)}
+        levels = level_rows(self.plan, runs) if self.plan.concurrency != (1,) else []
         return self.model_copy(
             update={
                 "updated_at": datetime.now(UTC),
                 "complete": len({r.seq for r in runs}) >= planned,
-                "runs": predictions(self.plan, runs, cost),
+                "runs": [priced.get(r.seq, r) for r in runs],
                 "cost_model": cost,
+                "levels": levels,
+                "level_verdicts": level_verdicts(self.plan, levels),
                 "server_starts": list(starts),
                 "sessions": list(sessions),
                 "summary": report_rows(self.plan, runs),

@@ -75,8 +75,10 @@ def _uncompared(record: RunRecord) -> RunRecord:
 def _reference(record: RunRecord, refs: list[RunRecord], is_baseline: bool) -> RunRecord | None:
     others = [r for r in refs if r.prompt == record.prompt and r.seq != record.seq]
     same_round = [r for r in others if r.round == record.round and not r.warmup]
-    if same_round:
-        return same_round[0]
+    # At the same concurrency level first: batching other streams may change the numerics.
+    same_level = [r for r in same_round if r.level == record.level]
+    if same_level or same_round:
+        return min(same_level or same_round, key=lambda r: r.seq)
     earliest = min(others, key=lambda r: r.seq, default=None)
     if is_baseline and earliest is not None and earliest.seq > record.seq:
         return None  # the first baseline run of a prompt is the reference itself
@@ -109,13 +111,17 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 
 def summarise(plan: ComparePlan, records: Sequence[RunRecord]) -> list[SummaryRow]:
-    """One row per config × prompt (configs in plan order), over counted runs only."""
+    """One row per config × prompt (configs in plan order), over counted runs only (of level
+    1; none when the plan has no level 1)."""
     annotated = annotate(plan, records)
-    counted = [r for r in annotated if not r.warmup]
+    # One stream at a time only: concurrent levels are judged per level (`levels`).
+    counted = [r for r in annotated if not r.warmup and r.level == 1]
     baseline = plan.baseline.name
     noise = _noise(plan, counted, _throughput)
     ttft_noise = _noise(plan, counted, lambda r: r.ttft_ms)
     rows: list[SummaryRow] = []
+    if 1 not in plan.concurrency:
+        return rows
     for config in plan.configs:
         for prompt in plan.prompts:
             mine = [r for r in counted if r.config == config.name and r.prompt == prompt.key]
@@ -124,7 +130,7 @@ def summarise(plan: ComparePlan, records: Sequence[RunRecord]) -> list[SummaryRo
                 for r in counted
                 if r.config == baseline and r.prompt == prompt.key and r.ok
             }
-            row = _row(plan, config.name, prompt.key, mine, base, config.is_baseline)
+            row = base_row(plan, config.name, prompt.key, mine, base, config.is_baseline)
             update: dict[str, object] = {
                 "noise_floor": noise,
                 "ttft_noise_floor": ttft_noise,
@@ -170,7 +176,7 @@ def _intervals(mine: list[RunRecord], base: dict[int, RunRecord]) -> dict[str, o
 
 def paired_speedups(plan: ComparePlan, records: Sequence[RunRecord], config: str) -> list[float]:
     """Every paired speedup of ``config`` (all prompts, counted rounds): for an overall call."""
-    counted = [r for r in records if not r.warmup and r.ok]
+    counted = [r for r in records if not r.warmup and r.ok and r.level == 1]
     base = {(r.prompt, r.round): r for r in counted if r.config == plan.baseline.name}
     return [
         s
@@ -181,7 +187,7 @@ def paired_speedups(plan: ComparePlan, records: Sequence[RunRecord], config: str
     ]
 
 
-def _row(
+def base_row(
     plan: ComparePlan,
     config: str,
     prompt: str,
@@ -189,6 +195,8 @@ def _row(
     base: dict[int, RunRecord],
     is_baseline: bool,
 ) -> SummaryRow:
+    """A row's medians, ranges and answers over ``mine`` (one config's counted runs of one
+    prompt), paired round by round with ``base`` (the baseline's runs by round)."""
     ok = [r for r in mine if r.ok]
     tps = _stats(_values(ok, lambda r: r.tokens_per_second))
     ttft = _stats(_values(ok, lambda r: r.ttft_ms))

@@ -69,8 +69,10 @@ def launch_engine(
     extra_args: tuple[str, ...] = (),
     dirs: EngineDirs | None = None,
     stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S,
+    parallel: int = 1,
 ) -> LiveEngine:
-    """A (not yet started) engine that launches ``binary`` with ``model`` and ``spec``.
+    """A (not yet started) engine that launches ``binary`` with ``model`` and ``spec``
+    (``parallel``: its slots, ``--parallel``).
 
     Everything that can be checked before a process starts is checked here (model and draft
     model files, the spec and the extra arguments against this binary's ``--help``), so a bad
@@ -88,6 +90,7 @@ def launch_engine(
         host=host,
         port=port,
         extra_args=extra_args,
+        parallel=parallel,
     )
     config.argv(caps, port=config.port or 0)  # rejects bad extra args now, not at launch
     dirs = dirs or EngineDirs()

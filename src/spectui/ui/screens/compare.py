@@ -27,9 +27,14 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Label, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
-from spectui.core.compare.export import SUMMARY_COLUMNS, summary_rows
+from spectui.core.compare.export import SUMMARY_COLUMNS, level_table, summary_rows
 from spectui.core.compare.models import RunRecord
-from spectui.core.compare.runner import CompareEvent, CompareFinished, ConfigFailed, progress_line
+from spectui.core.compare.progress import (
+    CompareEvent,
+    CompareFinished,
+    ConfigFailed,
+    progress_line,
+)
 from spectui.core.compare.store import CompareDocument
 from spectui.core.compare.textdiff import Divergence
 from spectui.core.compare.verdict import SummaryRow
@@ -174,7 +179,11 @@ class ResponsesScreen(Screen[None]):
         self.round = max((r.round for r in self._counted()), default=1)
 
     def _counted(self) -> list[RunRecord]:
-        return [r for r in self.document.runs if r.prompt == self.prompt and not r.warmup]
+        return [
+            r
+            for r in self.document.runs
+            if r.prompt == self.prompt and not r.warmup and r.level == 1  # (one per round)
+        ]
 
     def compose(self) -> ComposeResult:
         yield Label(id="responses-title")
@@ -243,6 +252,8 @@ class CompareScreen(Screen[None]):
     CompareScreen #compare-status.-failed { color: $error; text-style: bold; }
     CompareScreen #compare-progress { height: 1; padding: 0 1; }
     CompareScreen #compare-table { height: 1fr; }
+    CompareScreen #compare-levels { height: 1fr; border-top: solid $panel-lighten-2; }
+    CompareScreen #compare-level-verdicts { height: auto; padding: 0 1; }
     CompareScreen #compare-reason { height: auto; min-height: 2; padding: 0 1;
         border-top: solid $panel-lighten-2; color: $text-muted; }
     """
@@ -263,6 +274,10 @@ class CompareScreen(Screen[None]):
             yield ProgressBar(id="compare-progress", show_eta=False)
             table: DataTable[Text] = DataTable(id="compare-table", cursor_type="row")
             yield table
+            if self.document.plan.concurrency != (1,):
+                # A column per concurrency level, and where speculation stops paying.
+                yield DataTable(id="compare-levels", cursor_type="none")
+                yield Static("", id="compare-level-verdicts")
             yield Static("", id="compare-reason")
         yield Footer()
 
@@ -275,6 +290,11 @@ class CompareScreen(Screen[None]):
         self.sub_title = str(self.results) if self.results else ""
         for name in SUMMARY_COLUMNS:
             self.table.add_column(name, key=name)
+        self.table.display = 1 in self.document.plan.concurrency
+        if self.document.plan.concurrency != (1,):
+            levels: DataTable[Text] = self.query_one("#compare-levels", DataTable)
+            for name in level_table(self.document)[0]:
+                levels.add_column(name, key=name)
         self._redraw()
         self._run_comparison()
 
@@ -337,7 +357,26 @@ class CompareScreen(Screen[None]):
                 continue
             for column, cell in zip(SUMMARY_COLUMNS, cells, strict=True):
                 table.update_cell(key, column, cell, update_width=True)
+        self._redraw_levels()
         self._show_reason()
+
+    def _redraw_levels(self) -> None:
+        """The concurrency table and each config's one-sentence verdict (when levels run)."""
+        if self.document.plan.concurrency == (1,):
+            return
+        levels: DataTable[Text] = self.query_one("#compare-levels", DataTable)
+        styles = self._verdict_styles()
+        levels.clear()
+        for row in level_table(self.document)[1]:
+            style = styles.get(row[-1], "") if row[1] == "verdict" else ""
+            levels.add_row(*(Text(c, style=style if i > 1 else "") for i, c in enumerate(row)))
+        label = self.document.plan.label
+        self.query_one("#compare-level-verdicts", Static).update(
+            Content("\n").join(
+                Content.assemble((f"{label(v.config)}: ", "bold"), v.sentence)
+                for v in self.document.level_verdicts
+            )
+        )
 
     @on(DataTable.RowHighlighted)
     def _show_reason(self) -> None:
