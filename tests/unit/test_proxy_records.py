@@ -12,12 +12,13 @@ from spectui.core.compare.prompt_files import load_prompt_file
 from spectui.core.engine.base import ServerInfo
 from spectui.core.events import SummaryEvent
 from spectui.core.proxy.chunks import PreparedBody
-from spectui.core.proxy.hub import RECENT_REQUESTS, TrafficHub
+from spectui.core.proxy.hub import RECENT_REQUESTS, TrafficHub, numbers_only
 from spectui.core.proxy.models import NO_DETAIL, EndpointKind, RequestStatus
 from spectui.core.proxy.record import WORKLOAD, WorkloadRecorder
 from spectui.core.sessions.file import read_session
 from spectui.core.sessions.replay import recompute
 
+NATIVE = EndpointKind.NATIVE
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
@@ -110,3 +111,39 @@ def test_record_writes_sessions_and_a_workload_compare_reads(tmp_path: Path) -> 
     assert oct(workload.stat().st_mode & 0o777) == "0o600"
     assert session.header.request.chat is False
     assert read_session(recorder.paths[1]).header.request.chat is True
+
+
+def test_workload_keeps_arrival_order_and_times_when_requests_end_out_of_order(
+    tmp_path: Path,
+) -> None:
+    arrivals = [10.0, 10.5, 12.25]
+    hub = TrafficHub(clock=lambda: arrivals.pop(0) if arrivals else 20.0)
+    recorder = WorkloadRecorder(tmp_path / "rec", ServerInfo(mode="attached", url="http://x"))
+    hub.listeners.append(recorder)
+    first = hub.start("/completion", EndpointKind.NATIVE, "c", streamed("first"))
+    second = hub.start("/v1/completions", EndpointKind.OAI_COMPLETION, "c", streamed("second"))
+    body = PreparedBody(upstream=b"", streamed=False, strip=False, prompt="third")
+    third = hub.start("/completion", EndpointKind.NATIVE, "c", body)
+    workload = tmp_path / "rec" / WORKLOAD
+    hub.finish(third, status=RequestStatus.DONE, http_status=200)
+    hub.finish(second, status=RequestStatus.DONE, http_status=200)
+    assert not workload.exists()  # both wait for the first, which arrived before them
+    hub.finish(first, status=RequestStatus.CANCELLED, http_status=200)
+    lines = [json.loads(line) for line in workload.read_text().splitlines()]
+    assert [line["text"] for line in lines] == ["first", "second", "third"]
+    assert [line["arrival_s"] for line in lines] == [0.0, 0.5, 2.25]
+    assert [line["stream"] for line in lines] == [True, True, False]
+    assert lines[1]["endpoint"] == "/v1/completions"
+    assert [p.text for p in load_prompt_file(workload, None)] == ["first", "second", "third"]
+
+
+def test_request_record_names_its_content_class_and_prompt_length() -> None:
+    hub = TrafficHub()
+    prompt = "def add(a, b):\n    return a + b\n"
+    path = "/completion"
+    _live, record = feed(hub, "completion-ngram-simple-2.sse", streamed(prompt), NATIVE, path)
+    line = request_record(record)
+    assert line["content"] == "code"
+    assert line["prompt_length"] == "<128"
+    stripped = numbers_only(record)
+    assert stripped.content is record.content  # kept when the texts are dropped

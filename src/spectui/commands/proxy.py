@@ -169,6 +169,8 @@ def request_record(record: TrafficRecord) -> dict[str, object]:
         "streamed": info.streamed,
         "per_token": info.per_token,
         "detail": None if info.per_token else NO_DETAIL,
+        "content": record.content.value,
+        "prompt_length": record.prompt_length.value,
         "status": record.status.value,
         "http_status": record.http_status,
         "duration_ms": round(record.duration_ms, 3),

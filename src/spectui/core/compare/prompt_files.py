@@ -74,6 +74,10 @@ class _Entry(BaseModel):
     """The recorded request's sampling fields."""
     messages: list[Any] | None = None
     """The recorded chat request's messages (``text`` is its last user message)."""
+    stream: bool | None = None
+    """Whether the recorded request was streamed."""
+    arrival_s: float | None = Field(default=None, ge=0)
+    """When the recorded request arrived, in seconds after the first one (the traffic's shape)."""
 
 
 def builtin_prompts(keys: list[str] | None, n_predict: int | None) -> tuple[ComparePrompt, ...]:

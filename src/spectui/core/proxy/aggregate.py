@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from spectui.core.content import ContentClass, LengthBucket
 from spectui.core.proxy.models import TrafficRecord
 
 
@@ -100,3 +101,19 @@ def last_minutes(
     """Those that started within the last ``minutes``."""
     horizon = now - timedelta(minutes=minutes)
     return [r for r in records if r.info.started >= horizon]
+
+
+def by_content(records: Iterable[TrafficRecord]) -> dict[ContentClass, Aggregate]:
+    """``records`` added up per content class (classes with no request left out)."""
+    groups: dict[ContentClass, list[TrafficRecord]] = {}
+    for record in records:
+        groups.setdefault(record.content, []).append(record)
+    return {cls: aggregate(groups[cls]) for cls in ContentClass if cls in groups}
+
+
+def by_prompt_length(records: Iterable[TrafficRecord]) -> dict[LengthBucket, Aggregate]:
+    """``records`` added up per prompt-length bucket (buckets with no request left out)."""
+    groups: dict[LengthBucket, list[TrafficRecord]] = {}
+    for record in records:
+        groups.setdefault(record.prompt_length, []).append(record)
+    return {bucket: aggregate(groups[bucket]) for bucket in LengthBucket if bucket in groups}

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Protocol
 
+from spectui.core.content import classify, length_bucket
 from spectui.core.events import RunMetrics, StepEvent, TokenEvent
 from spectui.core.proxy.chunks import PreparedBody, StreamAttribution
 from spectui.core.proxy.models import (
@@ -28,6 +29,7 @@ from spectui.core.proxy.models import (
     RequestInfo,
     RequestStatus,
     TrafficRecord,
+    request_prompt,
 )
 from spectui.core.stream.dialects import ResponseTotals
 
@@ -189,6 +191,21 @@ class TrafficHub:
 
 
 def _record(
+    live: LiveRequest,
+    status: RequestStatus,
+    http_status: int,
+    error: str | None,
+    totals: ResponseTotals | None,
+    now: float,
+) -> TrafficRecord:
+    record = _finished(live, status, http_status, error, totals, now)
+    content = classify(request_prompt(record.info) or "", record.text)
+    return record.model_copy(
+        update={"content": content, "prompt_length": length_bucket(record.prompt_tokens)}
+    )
+
+
+def _finished(
     live: LiveRequest,
     status: RequestStatus,
     http_status: int,

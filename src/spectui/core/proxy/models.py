@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from spectui.core.content import ContentClass, LengthBucket
 from spectui.core.events import RunMetrics
 from spectui.core.stream.dialects import EndpointKind
 
@@ -134,6 +135,11 @@ class TrafficRecord(BaseModel):
     """One line about what went wrong."""
     text: str = ""
     """The generated text (kept for recording; not printed by `--format jsonl`)."""
+    content: ContentClass = ContentClass.OTHER
+    """What the request holds (`spectui.core.content.classify` of its prompt and answer), set
+    when it ends, so it survives the texts being dropped."""
+    prompt_length: LengthBucket = LengthBucket.UNKNOWN
+    """Its prompt's length bucket, from the prompt tokens the server reported."""
 
     @property
     def note(self) -> str | None:
@@ -148,6 +154,21 @@ class TrafficRecord(BaseModel):
         return None
 
 
+def request_prompt(info: RequestInfo) -> str | None:
+    """The request's prompt text: the prompt, or for chat the last user message."""
+    if info.prompt is not None:
+        return info.prompt
+    for message in reversed(info.messages or []):
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):  # OpenAI / Anthropic content parts
+                parts = [p.get("text") for p in content if isinstance(p, dict)]
+                return "".join(p for p in parts if isinstance(p, str)) or None
+    return None
+
+
 __all__ = [
     "METRICS_PATH",
     "MIB",
@@ -158,4 +179,5 @@ __all__ = [
     "RequestInfo",
     "RequestStatus",
     "TrafficRecord",
+    "request_prompt",
 ]

@@ -26,6 +26,9 @@ MAX_MODELS = 16
 """Distinct model labels before the rest are counted as 'other'."""
 
 _LABELS = ("model", "endpoint")
+_CLASS_LABELS = ("content", "prompt_length")
+"""Where speculation pays: `spectui.core.content`'s fixed classes and length buckets (at most
+4 x 6 series per metric, whatever the traffic)."""
 
 # `_created` series double the exposition and say nothing a scraper needs.
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -69,6 +72,37 @@ class ProxyMetrics:
             prefix + "tokens_per_second", "Decode rate per request, on the proxy's clock",
             _LABELS, buckets=_RATE_BUCKETS, registry=registry,
         )  # fmt: skip
+        self.class_requests = Counter(
+            prefix + "class_requests",
+            "Finished requests by content class and prompt length",
+            _CLASS_LABELS,
+            registry=registry,
+        )
+        self.class_drafted = Counter(
+            prefix + "class_drafted_tokens",
+            "Draft tokens proposed, by content class and prompt length",
+            _CLASS_LABELS,
+            registry=registry,
+        )
+        self.class_accepted = Counter(
+            prefix + "class_accepted_tokens",
+            "Draft tokens accepted, by content class and prompt length",
+            _CLASS_LABELS,
+            registry=registry,
+        )
+        self.class_decode_tokens = Counter(
+            prefix + "class_decode_tokens",
+            "Tokens after the first of attributed requests, by content class and prompt length",
+            _CLASS_LABELS,
+            registry=registry,
+        )
+        self.class_decode_seconds = Counter(
+            prefix + "class_decode_seconds",
+            "First-to-last-token time of attributed requests, by content class and prompt "
+            "length (decode tokens / decode seconds = tokens/s)",
+            _CLASS_LABELS,
+            registry=registry,
+        )
         self._models: set[str] = set()
 
     def _model(self, name: str) -> str:
@@ -86,6 +120,7 @@ class ProxyMetrics:
         """Count the request."""
         labels = (self._model(record.info.model or "unknown"), record.info.endpoint)
         self.requests.labels(*labels, record.status.value).inc()
+        self._count_class(record)
         if record.tokens:
             self.tokens.labels(*labels).inc(record.tokens)
         if record.drafted:
@@ -104,6 +139,20 @@ class ProxyMetrics:
             self.ttft.labels(*labels).observe(metrics.ttft_ms / 1000)
         if metrics.tokens_per_second is not None:
             self.rate.labels(*labels).observe(metrics.tokens_per_second)
+
+    def _count_class(self, record: TrafficRecord) -> None:
+        labels = (record.content.value, record.prompt_length.value)
+        self.class_requests.labels(*labels).inc()
+        if record.drafted:
+            self.class_drafted.labels(*labels).inc(record.drafted)
+        if record.accepted:
+            self.class_accepted.labels(*labels).inc(record.accepted)
+        metrics = record.metrics
+        if metrics is not None and metrics.tokens_per_second and metrics.tokens > 1:
+            self.class_decode_tokens.labels(*labels).inc(metrics.tokens - 1)
+            self.class_decode_seconds.labels(*labels).inc(
+                (metrics.tokens - 1) / metrics.tokens_per_second
+            )
 
     def exposition(self) -> bytes:
         """The metrics in Prometheus text format."""

@@ -1,6 +1,8 @@
 """`spectui proxy --record DIR`: each attributed request as a session file `spectui replay`
 plays, and every generation request appended to ``DIR/workload.jsonl``, a prompt file that
-`compare --prompts` / `tune --prompts` read.
+`compare --prompts` / `tune --prompts` read. Its lines are in arrival order, each with the
+request's arrival time (``arrival_s``, seconds after the first request recorded), endpoint,
+streaming flag and sampling fields: the traffic's shape, for `compare --arrivals recorded`.
 
 Off by default: prompts and answers can be private. The folder is created owner-only (0700; an
 existing wider one gets a warning), files are 0600 and opened so that a planted symlink is refused,
@@ -16,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import deque
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +30,12 @@ from spectui.core.errors import SpectuiError
 from spectui.core.events import SummaryEvent
 from spectui.core.files import ensure_private_dir, open_append
 from spectui.core.proxy.hub import LiveRequest
-from spectui.core.proxy.models import EndpointKind, RequestStatus, TrafficRecord
+from spectui.core.proxy.models import (
+    EndpointKind,
+    RequestStatus,
+    TrafficRecord,
+    request_prompt,
+)
 from spectui.core.request import GenerationRequest
 from spectui.core.sessions.file import SessionError, SessionWriter
 from spectui.core.sessions.recording import header_for, session_path
@@ -82,18 +90,7 @@ _CHAT_KINDS = (EndpointKind.OAI_CHAT, EndpointKind.ANTHROPIC)
 def prompt_text(record: TrafficRecord) -> str | None:
     """The text a prompt file carries for the request: the prompt, or for chat the last user
     message (the whole conversation is kept beside it, as ``messages``)."""
-    info = record.info
-    if info.prompt is not None:
-        return info.prompt
-    for message in reversed(info.messages or []):
-        if isinstance(message, dict) and message.get("role") == "user":
-            content = message.get("content")
-            if isinstance(content, str):
-                return content
-            if isinstance(content, list):  # OpenAI / Anthropic content parts
-                parts = [p.get("text") for p in content if isinstance(p, dict)]
-                return "".join(p for p in parts if isinstance(p, str)) or None
-    return None
+    return request_prompt(record.info)
 
 
 def well_formed(text: str) -> str:
@@ -144,36 +141,72 @@ class WorkloadRecorder:
         self.warning = prepare_folder(folder)
         """Why the folder is not private (it existed with a wider mode), or None."""
         self.workload = folder / WORKLOAD
+        self._first_t0: float | None = None
+        self._arrivals: dict[int, float] = {}
+        # Lines wait here until every request that arrived before theirs has ended, so the
+        # workload lists requests in arrival order (its arrival_s sorted) though they end in any
+        # order. Bounded by the requests in flight (the proxy's max_concurrency).
+        self._waiting: deque[int] = deque()
+        self._ready: dict[int, str | None] = {}
 
     def request_started(self, live: LiveRequest) -> None:
-        """Nothing to write until it ends."""
+        """Note when it arrived (relative to the first request recorded) and its place."""
+        if self._first_t0 is None:
+            self._first_t0 = live.t0
+        self._arrivals[live.info.id] = live.t0 - self._first_t0
+        self._waiting.append(live.info.id)
 
     def request_finished(self, live: LiveRequest, record: TrafficRecord) -> None:
-        """Append the request to the workload; write its session when it was attributed."""
+        """Append the request to the workload (in arrival order); write its session when it
+        was attributed."""
         request = generation_request(record)
-        if request is None:
-            return
-        self._append_workload(record, request)
-        if record.metrics is not None and record.status is not RequestStatus.ERROR:
+        line = None if request is None else self._workload_line(record, request)
+        self._release(record.info.id, line)
+        attributed = record.metrics is not None and record.status is not RequestStatus.ERROR
+        if request is not None and attributed:
             self._write_session(live, record, request)
 
-    def _append_workload(self, record: TrafficRecord, request: GenerationRequest) -> None:
+    def _release(self, request_id: int, line: str | None) -> None:
+        if request_id not in self._arrivals:  # never seen starting: nothing to wait for
+            if line is not None:
+                self._append_lines([line])
+            return
+        self._ready[request_id] = line
+        lines = []
+        while self._waiting and self._waiting[0] in self._ready:
+            done = self._waiting.popleft()
+            del self._arrivals[done]
+            ready = self._ready.pop(done)
+            if ready is not None:
+                lines.append(ready)
+        self._append_lines(lines)
+
+    def _workload_line(self, record: TrafficRecord, request: GenerationRequest) -> str:
         info = record.info
         entry: dict[str, object] = {
             "key": f"r{info.id}-{info.started:%Y%m%d%H%M%S}",
             "text": request.prompt,
             "n_predict": request.n_predict,
             "endpoint": info.endpoint,
+            "stream": info.streamed,
             "sampling": info.sampling,
         }
+        arrival = self._arrivals.get(info.id)
+        if arrival is not None:
+            entry["arrival_s"] = round(arrival, 6)
         if info.messages is not None:
             entry["messages"] = info.messages
         line = jsonl_line(entry)
         for secret in self._secrets:
             line = line.replace(secret, "[redacted]")
+        return line
+
+    def _append_lines(self, lines: list[str]) -> None:
+        if not lines:
+            return
         try:
             with os.fdopen(open_append(self.workload), "a", encoding="utf-8") as file:
-                file.write(line + "\n")
+                file.write("".join(line + "\n" for line in lines))
         except OSError as error:
             self.problem = f"cannot append to {self.workload}: {error.strerror}"
 

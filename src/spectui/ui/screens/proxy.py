@@ -9,6 +9,7 @@ token events are kept only for the newest `KEEP_EVENTS` finished requests.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import ClassVar
@@ -24,7 +25,14 @@ from textual.widgets import DataTable, Footer, Static
 from textual.widgets.data_table import ColumnKey
 
 from spectui.core.events import RunMetrics
-from spectui.core.proxy.aggregate import Aggregate, aggregate, last_minutes, last_requests
+from spectui.core.proxy.aggregate import (
+    Aggregate,
+    aggregate,
+    by_content,
+    by_prompt_length,
+    last_minutes,
+    last_requests,
+)
 from spectui.core.proxy.hub import LiveRequest, TrafficHub
 from spectui.core.proxy.models import RequestStatus, TrafficRecord
 from spectui.ui import format as fmt
@@ -116,8 +124,19 @@ def _pct0(value: float | None) -> str:
     return fmt.DASH if value is None else f"{value:.0%}"
 
 
-def aggregate_text(recent: Aggregate, minutes: Aggregate, live: int) -> str:
-    """The aggregate pane's lines."""
+def breakdown_text(groups: Mapping[str, Aggregate]) -> str:
+    """One group per item: its requests, acceptance and tokens/s (where speculation pays)."""
+    return " · ".join(
+        f"{name} {agg.requests} req {_pct0(agg.acceptance_rate)} {fmt.rate(agg.tokens_per_second)}"
+        for name, agg in groups.items()
+    )
+
+
+def aggregate_text(
+    recent: Aggregate, minutes: Aggregate, live: int, records: Sequence[TrafficRecord] = ()
+) -> str:
+    """The aggregate pane's lines; with ``records`` (the last N), acceptance and tokens/s by
+    content class and by prompt length."""
 
     def line(label: str, agg: Aggregate) -> str:
         return (
@@ -127,13 +146,17 @@ def aggregate_text(recent: Aggregate, minutes: Aggregate, live: int) -> str:
         )
 
     positions = " ".join(f"{rate:.0%}" for rate in recent.position_rates[:10]) or fmt.DASH
-    return "\n".join(
-        [
-            line(f"last {WINDOW_REQUESTS}", recent),
-            line(f"last {WINDOW_MINUTES:g} min", minutes),
-            f"per position (last {WINDOW_REQUESTS}): {positions} · {live} streaming now",
-        ]
-    )
+    lines = [
+        line(f"last {WINDOW_REQUESTS}", recent),
+        line(f"last {WINDOW_MINUTES:g} min", minutes),
+        f"per position (last {WINDOW_REQUESTS}): {positions} · {live} streaming now",
+    ]
+    if records:
+        content = {cls.value: agg for cls, agg in by_content(records).items()}
+        length = {f"prompt {b.value}": agg for b, agg in by_prompt_length(records).items()}
+        lines.append(f"by content: {breakdown_text(content)}")
+        lines.append(f"by length: {breakdown_text(length)}")
+    return "\n".join(lines)
 
 
 AGE_OUT_EVERY = timedelta(seconds=5)
@@ -160,7 +183,7 @@ class TrafficScreen(Screen[None]):
     }
     TrafficScreen > #traffic-aggregate {
         height: auto;
-        max-height: 4;
+        max-height: 6;
         padding: 0 1;
         border-top: solid $secondary;
         color: $text;
@@ -285,10 +308,12 @@ class TrafficScreen(Screen[None]):
             return
         self._dirty_aggregate, self._aggregated_at = False, now
         records = list(self.hub.recent)
+        recent = last_requests(records, WINDOW_REQUESTS)
         text = aggregate_text(
-            aggregate(last_requests(records, WINDOW_REQUESTS)),
+            aggregate(recent),
             aggregate(last_minutes(records, WINDOW_MINUTES, now)),
             len(self.hub.live),
+            recent,
         )
         if text != self._aggregate_shown:  # (an unchanged pane costs no frame)
             self._aggregate_shown = text
