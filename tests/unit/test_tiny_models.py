@@ -55,7 +55,7 @@ def test_drafters_carry_their_arch_keys(built: TinyModels) -> None:
     assert eagle["eagle3.target_layers"] == [0, 1, 2]
     assert eagle["eagle3.target_hidden_size"] == 64
     for kind in ("dflash", "dspark"):
-        fields = _fields(built.drafter(kind))  # type: ignore[arg-type]
+        fields = _fields(built.drafter(kind))
         assert fields["general.architecture"] == "dflash"
         assert fields["dflash.block_size"] == 8
         assert fields["tokenizer.ggml.mask_token_id"] == vocab().mask_id

@@ -1,0 +1,172 @@
+"""Every model-drafted spec type on the real llama-server, with the tiny constructed models:
+`spectui stream --format jsonl` attaches to a server started here and its counts — drafted,
+accepted, steps, per position, token origins — must equal the server's own `/metrics` deltas.
+
+draft-mtp (n-max 1, 2, 3; with and without n-min), draft-eagle3, draft-dflash and draft-dspark
+at full, partial and zero acceptance, and draft-mtp / draft-simple with rejection sampling
+(temperature > 0, `--spec-draft-sampling probabilistic`). One server per config, 40 tokens each:
+the tiny models generate them in a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import httpx
+import pytest
+
+from spectui.cli import main
+from spectui.core.llama.protocol import ServerMetrics
+from spectui.testing.tiny_models import TinyModels
+
+from .outside import outside_server, wait_healthy
+
+pytestmark = pytest.mark.server
+
+PROMPT = "Hello alpha beta"
+"""Pinned: partial acceptance lines up with the draft rounds, so it depends on the prompt."""
+N_PREDICT = 40
+
+Acc = Literal["full", "partial", "zero"]
+
+RECORDED = {"draft-mtp-partial-nmax2-nmin1", "draft-eagle3-partial-nmax3"}
+"""Configs whose run is also recorded: the replayed summary must be the live one."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """One server configuration and the run made against it."""
+
+    spec_type: str
+    acceptance: Acc
+    n_max: int
+    n_min: int | None = None
+    temperature: float = 0.0
+
+    @property
+    def id(self) -> str:
+        n_min = f"-nmin{self.n_min}" if self.n_min is not None else ""
+        temp = f"-t{self.temperature:g}" if self.temperature else ""
+        return f"{self.spec_type}-{self.acceptance}-nmax{self.n_max}{n_min}{temp}"
+
+    def model(self, models: TinyModels) -> Path:
+        """The target: the MTP variant of this acceptance, else the plain one."""
+        if self.spec_type == "draft-mtp":
+            return models.mtp(self.acceptance)
+        return models.target_plain
+
+    def server_args(self, models: TinyModels) -> list[str]:
+        """Everything but `-m`: the spec config, `-md`, and `--metrics`."""
+        args = ["--metrics", "--spec-type", self.spec_type]
+        kind = self.spec_type.removeprefix("draft-")
+        if kind == "simple":  # the tiny target as its own draft model
+            args += ["-md", str(models.target_plain)]
+        elif kind != "mtp":
+            args += ["-md", str(models.drafter(kind, self.acceptance))]  # type: ignore[arg-type]
+        args += ["--spec-draft-n-max", str(self.n_max)]
+        if self.n_min is not None:
+            args += ["--spec-draft-n-min", str(self.n_min)]
+        if self.temperature:
+            args += ["--spec-draft-sampling", "probabilistic"]
+        return args
+
+
+def _cases() -> list[object]:
+    cases: list[object] = []
+    for acc in ("full", "partial", "zero"):
+        for n_max, n_min in ((1, None), (2, 1), (2, None), (3, None), (3, 2)):
+            config = Config("draft-mtp", acc, n_max, n_min)
+            cases.append(pytest.param(config, id=config.id))
+        for kind in ("draft-eagle3", "draft-dflash", "draft-dspark"):
+            config = Config(kind, acc, 3)
+            cases.append(pytest.param(config, id=config.id))
+    for kind in ("draft-mtp", "draft-simple"):
+        config = Config(kind, "full", 3, temperature=0.8)
+        cases.append(pytest.param(config, id=config.id))
+    return cases
+
+
+def _metrics(url: str) -> ServerMetrics:
+    return ServerMetrics.parse(httpx.get(f"{url}/metrics", timeout=10).text)
+
+
+def _per_position_delta(before: ServerMetrics, after: ServerMetrics) -> list[int]:
+    old, new = before.accepted_per_position, after.accepted_per_position
+    old = old + [0] * (len(new) - len(old))
+    return _trimmed([n - o for n, o in zip(new, old, strict=True)])
+
+
+def _trimmed(counts: list[int]) -> list[int]:
+    while counts and counts[-1] == 0:
+        counts = counts[:-1]
+    return counts
+
+
+def _stream(url: str, config: Config, capsys: pytest.CaptureFixture[str], *extra: str) -> str:
+    """`spectui stream --format jsonl` against `url` (in this process: the command's own code
+    path without a Python start per config); its stdout."""
+    generation = ["--n-predict", str(N_PREDICT), "--temperature", str(config.temperature)]
+    argv = ["stream", "--url", url, "--prompt", PROMPT, *generation, "--format", "jsonl", *extra]
+    capsys.readouterr()
+    status = main(argv)
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    return out
+
+
+@pytest.mark.parametrize("config", _cases())
+def test_stream_counts_equal_server_metrics(
+    config: Config,
+    tiny_models: TinyModels,
+    llama_binary: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    session = tmp_path / "run.spectui"
+    record = ("--record", str(session)) if config.id in RECORDED else ()
+    model, args = config.model(tiny_models), config.server_args(tiny_models)
+    with outside_server(llama_binary, model, *args) as (url, _pid):
+        wait_healthy(url, give_up_s=60)
+        before = _metrics(url)
+        out = _stream(url, config, capsys, *record)
+        after = _metrics(url)
+    records = [json.loads(line) for line in out.splitlines()]
+    tokens = [r for r in records if r["type"] == "token"]
+    steps = [r for r in records if r["type"] == "step"]
+    summary = records[-1]
+    assert summary["type"] == "summary", records[-3:]
+
+    drafted = after.spec_drafted - before.spec_drafted
+    accepted = after.spec_accepted - before.spec_accepted
+    n_steps = after.spec_steps - before.spec_steps
+    assert drafted > 0, "every config drafts"
+    if config.acceptance == "full" and not config.temperature:
+        assert accepted == drafted
+    if config.acceptance == "zero":
+        assert accepted == 0
+    if config.acceptance == "partial":
+        assert 0 < accepted < drafted
+
+    assert (summary["drafted"], summary["accepted"], summary["steps"]) == (
+        drafted,
+        accepted,
+        n_steps,
+    )
+    assert _trimmed(summary["accepted_per_position"]) == _per_position_delta(before, after)
+    assert (sum(s["drafted"] for s in steps), sum(s["accepted"] for s in steps)) == (
+        drafted,
+        accepted,
+    )
+    assert len(steps) == n_steps
+    assert len(tokens) == summary["tokens"] == summary["server_timings"]["predicted_n"]
+    assert sum(t["origin"] == "draft" for t in tokens) == accepted
+    if not config.temperature and config.acceptance != "zero":
+        # the word cycle, continuing from the prompt's last word
+        assert "".join(t["text"] for t in tokens).startswith(" gamma delta epsilon")
+    if record:
+        # the recorded run replays with the same counts
+        assert main(["replay", str(session), "--summary"]) == 0
+        assert json.loads(capsys.readouterr().out) == summary
