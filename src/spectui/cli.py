@@ -71,12 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--record", type=Path, metavar="FILE", help="also record the run to a session file"
     )
 
-    doctor = commands.add_parser(
-        "doctor",
-        help="which llama-server spectui would use, and why; what each spec type needs",
-        argument_default=argparse.SUPPRESS,
-    )
-    add_launch_options(doctor)  # the settings it checks: binary, model, spec type, draft model
+    from spectui.commands.doctor import add_doctor_parser
+
+    add_doctor_parser(commands)
 
     commands.add_parser("prompts", help="list the built-in prompts")
     from spectui.commands.compare import add_compare_options
@@ -171,19 +168,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace, extra: list[str]) -> int:
     if args.command == "doctor":
-        from spectui.app_setup import engine_dirs
-        from spectui.core.llama.doctor import doctor_report, format_doctor
+        from spectui.commands.doctor import run_doctor
 
-        settings = settings_from(args, extra)
-        report = doctor_report(
-            settings.server_bin,
-            engine_dirs().caps_cache,
-            model=settings.model,
-            spec_type=settings.spec_type,
-            draft_model=settings.draft_model,
-        )
-        print(format_doctor(report))
-        return 0 if report.binary else 2
+        return run_doctor(settings_from(args, extra), args)
     if args.command == "prompts":
         from spectui.core.prompts import BUILTIN_PROMPTS
 

@@ -106,3 +106,83 @@ def test_nvml_that_works(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
 def test_report_round_trips_as_json() -> None:
     report = DoctorReport(binary=Path("/x"), binary_source="--server-bin", spec_types=("none",))
     assert DoctorReport.model_validate_json(report.model_dump_json()) == report
+
+
+def test_types_a_gemma_model_cannot_run_are_not_offered(fake_server: Path, tmp_path: Path) -> None:
+    from .gguf_files import target
+
+    model = target(tmp_path / "gemma.gguf", "gemma3")
+    report = doctor_report(fake_server, cache_folder=tmp_path / "cache", model=model)
+    assert report.model is not None and report.model.architecture == "gemma3"
+    assert "no MTP layers in this GGUF" in report.not_offered["draft-mtp"]
+    assert "needs a draft GGUF" in report.not_offered["draft-simple"]
+    assert "ngram-mod" not in report.not_offered
+    text = format_doctor(report)
+    mtp_line = next(line for line in text.splitlines() if line.strip().startswith("draft-mtp"))
+    assert "-- not offered: no MTP layers in this GGUF" in mtp_line
+    assert "auto-detection off" in text
+    assert "gemma.gguf: arch gemma3, no MTP layers" in text
+
+
+def test_an_mtp_model_and_an_eagle3_drafter(fake_server: Path, tmp_path: Path) -> None:
+    from .gguf_files import eagle3, target
+
+    model = target(tmp_path / "qwen.gguf", "qwen35", mtp_layers=1)
+    drafter = eagle3(tmp_path / "eagle.gguf")
+    report = doctor_report(
+        fake_server, cache_folder=tmp_path / "cache", model=model, draft_model=drafter
+    )
+    assert "draft-mtp" not in report.not_offered
+    assert "draft-eagle3" not in report.not_offered
+    assert "not an EAGLE-3" not in report.not_offered.get("draft-dflash", "")
+    assert "not a DFlash/DSpark drafter" in report.not_offered["draft-dflash"]
+    assert "standalone" in report.not_offered["draft-simple"]
+    text = format_doctor(report)
+    assert "qwen.gguf: arch qwen35, 1 MTP layer" in text
+    assert "eagle.gguf: arch eagle3, an EAGLE-3 drafter reading 3 target layers" in text
+
+
+def test_an_unreadable_model_is_one_line_not_a_failure(fake_server: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 20)
+    report = doctor_report(fake_server, cache_folder=tmp_path / "cache", model=broken)
+    assert report.binary == fake_server and report.model is None
+    assert len(report.model_errors) == 1 and "broken.gguf" in report.model_errors[0]
+    assert "!! model " in format_doctor(report)
+
+
+def test_the_server_reason_is_picked_from_its_log() -> None:
+    from spectui.core.engine.trial import server_reason
+
+    lines = [
+        "0.00.100.000 I srv    load_model: loading model",
+        "0.00.200.000 W llama_init_from_model: context type MTP requested but model doesn't "
+        "contain MTP layers",
+        "0.00.200.100 E srv    load_model: failed to create MTP context",
+    ]
+    assert server_reason(lines) == "context type MTP requested but model doesn't contain MTP layers"
+    started = [
+        "0.00.300.000 E srv    load_model: failed to initialize speculative decoding context: "
+        "draft model is not eagle3 (expected 3 extract layers, got 0)",
+    ]
+    assert server_reason(started) == "draft model is not eagle3 (expected 3 extract layers, got 0)"
+    assert server_reason(["0.00.1.000 I all is well"]) is None
+
+
+def test_the_try_plan_leaves_out_what_cannot_apply(fake_server: Path, tmp_path: Path) -> None:
+    from spectui.core.engine.trial import planned_types
+    from spectui.core.llama.binary import probe_capabilities
+    from spectui.core.llama.gguf_meta import gguf_facts
+
+    from .gguf_files import target
+
+    caps = probe_capabilities(fake_server, tmp_path / "cache")
+    gemma = gguf_facts(target(tmp_path / "gemma.gguf", "gemma3"))
+    plan = planned_types(caps, gemma, None, None, chains=["ngram-mod,draft-mtp"])
+    names = [name for name, _, _ in plan]
+    assert names[0] == "none" and names.count("none") == 1
+    assert set(caps.spec_types) <= set(names) and names[-1] == "ngram-mod,draft-mtp"
+    skipped = {name: reason or "" for name, spec, reason in plan if spec is None}
+    assert "no MTP layers" in skipped["draft-mtp"]
+    assert skipped["ngram-mod,draft-mtp"].startswith("draft-mtp: no MTP layers")
+    assert "ngram-mod" not in skipped and "none" not in skipped

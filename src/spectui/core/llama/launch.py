@@ -111,7 +111,8 @@ class LaunchConfig(BaseModel):
         slots_flag = "--slots" if self.slots else "--no-slots"
         if caps.is_listed(slots_flag):
             args.append(slots_flag)
-        return args + self.spec.to_args(caps) + self._checked_extra(caps)
+        # With the model: a type its GGUF cannot run is refused here, before any process starts.
+        return args + self.spec.to_args(caps, self.model) + self._checked_extra(caps)
 
     def _checked_extra(self, caps: Capabilities) -> list[str]:
         for token in self.extra_args:

@@ -15,6 +15,30 @@ from pydantic import BaseModel, ConfigDict, Field
 from spectui.core.errors import ModelError, SpecConfigError
 from spectui.core.llama.binary import Capabilities
 from spectui.core.llama.gguf import check_gguf
+from spectui.core.llama.gguf_meta import GgufFacts, gguf_facts
+from spectui.core.llama.spectypes import (
+    SPEC_TYPE_INFO,
+    SpecTypeInfo,
+    chain_reason,
+    describe_type,
+    explain_type,
+    type_problem,
+    type_reason,
+)
+
+__all__ = [
+    "SPEC_TYPE_INFO",
+    "SYNTH_LEN_FLAG",
+    "SpecConfig",
+    "SpecTypeInfo",
+    "describe_type",
+    "explain_type",
+    "replace_spec_args",
+    "type_problem",
+]
+
+_NEEDS_TARGET = frozenset({"draft-mtp", "draft-eagle3", "draft-dflash", "draft-dspark"})
+"""Types whose fit depends on the target model's header (its MTP layers, its hidden states)."""
 
 # Every name each field has had in llama-server (the first is the canonical one), plus
 # '--draft-model' for people. Recognised even where the binary has dropped them, so an old
@@ -217,21 +241,33 @@ class SpecConfig(BaseModel):
         reader.read(args)
         return reader.config() if reader.fields or reader.extra else None
 
-    def validate_for(self, caps: Capabilities) -> None:
-        """Raise `SpecConfigError` (one line) unless the binary behind ``caps`` can run this."""
+    def validate_for(self, caps: Capabilities, model: Path | None = None) -> None:
+        """Raise `SpecConfigError` (one line) unless the binary behind ``caps`` can run this.
+
+        The one check every launch goes through (`to_args`, hence `LaunchConfig.argv`): the
+        types against the binary's ``--help``, the chain as a whole, then each type against the
+        GGUF headers of the draft model and of ``model`` (the target; None: not checked), so a
+        type that cannot run here is refused before any server starts.
+        """
         if not self.types:
             raise SpecConfigError("no spec type given (use 'none' for no speculation)")
+        chain = f" in the chain '{','.join(self.types)}'" if len(self.types) > 1 else ""
         if self.types != ("none",) or "--spec-type" in caps.all_flags:
             if not caps.spec_types:
                 raise SpecConfigError("this llama-server has no --spec-type option (too old?)")
             for name in self.types:
                 if name not in caps.spec_types:
                     raise SpecConfigError(
-                        f"spec type '{name}' is not supported by this llama-server "
+                        f"spec type '{name}'{chain} is not supported by this llama-server "
                         f"(it supports: {', '.join(caps.spec_types)})"
                     )
+        problem = chain_reason(self.types)
+        if problem is not None:
+            raise SpecConfigError(f"spec types '{','.join(self.types)}': {problem}")
+        draft: GgufFacts | None = None
         if self.needs_draft_model:
-            self._check_draft_model(caps)
+            draft = self._check_draft_model(caps)
+        self._check_fit(model, draft)
         for field, flag in (
             (self.draft_n_max, "--spec-draft-n-max"),
             (self.draft_n_min, "--spec-draft-n-min"),
@@ -240,7 +276,7 @@ class SpecConfig(BaseModel):
                 raise SpecConfigError(f"this llama-server has no {flag} option (too old?)")
         self._check_extra(caps)
 
-    def _check_draft_model(self, caps: Capabilities) -> None:
+    def _check_draft_model(self, caps: Capabilities) -> GgufFacts:
         kind = next(t for t in self.types if t.startswith("draft-") and t != "draft-mtp")
         if self.draft_model is None:
             raise SpecConfigError(f"spec type '{kind}' needs a draft model (--draft-model PATH)")
@@ -248,8 +284,21 @@ class SpecConfig(BaseModel):
             raise SpecConfigError("this llama-server has no --spec-draft-model option (too old?)")
         try:
             check_gguf(self.draft_model, what="draft model")
+            return gguf_facts(self.draft_model)
         except ModelError as error:
-            raise SpecConfigError(str(error)) from None
+            raise SpecConfigError(str(error).replace("model ", "draft model ", 1)) from None
+
+    def _check_fit(self, model: Path | None, draft: GgufFacts | None) -> None:
+        target: GgufFacts | None = None
+        if model is not None and _NEEDS_TARGET.intersection(self.types):
+            try:
+                target = gguf_facts(model)
+            except ModelError as error:
+                raise SpecConfigError(str(error)) from None
+        for name in self.types:
+            reason = type_reason(name, target=target, draft=draft, draft_model=self.draft_model)
+            if reason is not None:
+                raise SpecConfigError(f"spec type '{name}' cannot run here: {reason}")
 
     def _check_extra(self, caps: Capabilities) -> None:
         for index, token in enumerate(self.extra_args):
@@ -267,14 +316,15 @@ class SpecConfig(BaseModel):
             if token in caps.value_flags and (following is None or _is_flag(following)):
                 raise SpecConfigError(f"{token} needs a value")
 
-    def to_args(self, caps: Capabilities) -> list[str]:
+    def to_args(self, caps: Capabilities, model: Path | None = None) -> list[str]:
         """llama-server arguments for this config, always under the canonical ``--spec-*`` names.
 
-        Raises `SpecConfigError` if the binary cannot run it. The draft model is passed only to
-        draft types: the settings remember it across switches, and loading it for an n-gram
-        type would cost memory and load time and skew a comparison.
+        Raises `SpecConfigError` if the binary cannot run it (with ``model``, the target: if a
+        type cannot run with it, `validate_for`). The draft model is passed only to draft types:
+        the settings remember it across switches, and loading it for an n-gram type would cost
+        memory and load time and skew a comparison.
         """
-        self.validate_for(caps)
+        self.validate_for(caps, model)
         args: list[str] = []
         if "--spec-type" in caps.all_flags:
             args += ["--spec-type", ",".join(self.types)]
@@ -288,12 +338,15 @@ class SpecConfig(BaseModel):
         return args
 
 
-def replace_spec_args(argv: list[str], spec: SpecConfig, caps: Capabilities) -> list[str]:
+def replace_spec_args(
+    argv: list[str], spec: SpecConfig, caps: Capabilities, model: Path | None = None
+) -> list[str]:
     """``argv`` without any spec flag (under any name, removed ones too), then ``spec``'s args.
 
-    Raises `SpecConfigError` if the binary cannot run ``spec``; ``argv`` is not changed.
+    Raises `SpecConfigError` if the binary cannot run ``spec`` (with ``model``); ``argv`` is not
+    changed.
     """
-    new_args = spec.to_args(caps)
+    new_args = spec.to_args(caps, model)
     kept: list[str] = []
     index = 0
     while index < len(argv):
@@ -307,134 +360,3 @@ def replace_spec_args(argv: list[str], spec: SpecConfig, caps: Capabilities) -> 
         if inline is None and following is not None and _takes_value(flag, following, caps):
             index += 1  # drop its value too
     return kept + new_args
-
-
-# -- what each type drafts from, and what it needs ----------------------------------------------
-
-
-class SpecTypeInfo(BaseModel):
-    """What one spec type drafts from and what it needs to run, in words."""
-
-    model_config = ConfigDict(frozen=True)
-
-    drafts_from: str
-    """Where its draft tokens come from, in a few words."""
-    needs: str
-    """What it needs besides the target model: 'nothing', 'draft model', 'mtp', or the
-    architecture word a matching drafter's GGUF carries ('eagle', 'dflash', 'dspark')."""
-    needs_text: str
-    """That need, in words."""
-
-
-SPEC_TYPE_INFO: dict[str, SpecTypeInfo] = {
-    "none": SpecTypeInfo(
-        drafts_from="no drafting: the target model generates every token",
-        needs="nothing",
-        needs_text="the baseline",
-    ),
-    "draft-simple": SpecTypeInfo(
-        drafts_from="a small draft model proposes the next tokens",
-        needs="draft model",
-        needs_text="needs a draft GGUF with the same vocabulary (--draft-model)",
-    ),
-    "draft-eagle3": SpecTypeInfo(
-        drafts_from="an EAGLE-3 head drafts from the target's hidden states",
-        needs="eagle",
-        needs_text="needs an EAGLE-3 drafter trained for this model (--draft-model)",
-    ),
-    "draft-mtp": SpecTypeInfo(
-        drafts_from="the model's own multi-token-prediction (next-n) layers",
-        needs="mtp",
-        needs_text="needs a model with MTP layers",
-    ),
-    "draft-dflash": SpecTypeInfo(
-        drafts_from="a DFlash block drafter proposes a whole block at once",
-        needs="dflash",
-        needs_text="needs a DFlash drafter trained for this model (--draft-model)",
-    ),
-    "draft-dspark": SpecTypeInfo(
-        drafts_from="a DSpark drafter conditioned on the target",
-        needs="dspark",
-        needs_text="needs a DSpark drafter trained for this model (--draft-model)",
-    ),
-    "ngram-simple": SpecTypeInfo(
-        drafts_from="copies the continuation of the last matching n-gram in the context",
-        needs="nothing",
-        needs_text="needs nothing: any model",
-    ),
-    "ngram-map-k": SpecTypeInfo(
-        drafts_from="looks n-grams of the context up in a map and copies what followed",
-        needs="nothing",
-        needs_text="needs nothing: any model",
-    ),
-    "ngram-map-k4v": SpecTypeInfo(
-        drafts_from="like ngram-map-k, keeping up to four continuations per n-gram",
-        needs="nothing",
-        needs_text="needs nothing: any model",
-    ),
-    "ngram-mod": SpecTypeInfo(
-        drafts_from="copies long n-gram matches from a hashed table of earlier text",
-        needs="nothing",
-        needs_text="needs nothing: any model",
-    ),
-    "ngram-cache": SpecTypeInfo(
-        drafts_from="n-gram statistics gathered from the context",
-        needs="nothing",
-        needs_text="needs nothing: any model",
-    ),
-}
-"""What spectui knows of each type. The binary's ``--help`` narrows this (a type it does not list
-is not offered) but never widens it: a type missing here is shown as undescribed."""
-
-
-def type_problem(
-    name: str,
-    *,
-    draft_model: Path | None = None,
-    draft_architecture: str | None = None,
-    mtp_layers: int | None = None,
-) -> str | None:
-    """Why ``name`` cannot run with what was given, in words; None when it can (or cannot tell).
-
-    ``draft_architecture``: the draft GGUF's ``general.architecture``; ``mtp_layers``: the
-    model's MTP layer count (None: not known).
-    """
-    info = SPEC_TYPE_INFO.get(name)
-    if info is None or info.needs == "nothing":
-        return None
-    if info.needs == "mtp":
-        if mtp_layers is None:
-            return None
-        return None if mtp_layers > 0 else f"{info.needs_text} — this model has none"
-    if draft_model is None:
-        return f"{info.needs_text}: none given"
-    if info.needs == "draft model" or draft_architecture is None:
-        return None
-    if info.needs not in draft_architecture.lower():
-        return f"{info.needs_text}: {draft_model.name} is a {draft_architecture!r} model"
-    return None
-
-
-def explain_type(
-    name: str,
-    *,
-    draft_model: Path | None = None,
-    draft_architecture: str | None = None,
-    mtp_layers: int | None = None,
-) -> str:
-    """One line: what ``name`` drafts from and what it needs (or why it cannot run here)."""
-    info = SPEC_TYPE_INFO.get(name)
-    if info is None:
-        return "listed by this llama-server; spectui has no description of it"
-    problem = type_problem(
-        name, draft_model=draft_model, draft_architecture=draft_architecture, mtp_layers=mtp_layers
-    )
-    return f"{info.drafts_from}; {problem or info.needs_text}"
-
-
-def describe_type(name: str) -> str:
-    """One line: what ``name`` drafts from and what it needs, whatever was given."""
-    info = SPEC_TYPE_INFO.get(name)
-    if info is None:
-        return "listed by this llama-server; spectui has no description of it"
-    return f"{info.drafts_from}; {info.needs_text}"

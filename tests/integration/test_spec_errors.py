@@ -1,0 +1,97 @@
+"""A spec type the model or the binary cannot run (#28 item 4): one clear line, exit != 0, no
+traceback and no server started, in `stream`, the TUI launch, `compare` and `tune`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .test_cli_errors import one_clear_line
+
+pytestmark = pytest.mark.server
+
+PROMPT = ("--prompt", "Hello alpha beta")
+
+CASES = {
+    "unknown type in a chain": (
+        ("--spec-type", "ngram-mod,ngram-magic"),
+        "'ngram-magic' in the chain 'ngram-mod,ngram-magic' is not supported",
+    ),
+    "draft-mtp without MTP layers": (
+        ("--spec-type", "draft-mtp"),
+        "'draft-mtp' cannot run here: no MTP layers in this GGUF",
+    ),
+    "draft-eagle3 without a draft model": (
+        ("--spec-type", "draft-eagle3"),
+        "'draft-eagle3' needs a draft model",
+    ),
+}
+
+
+def spectui(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "spectui.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+        env=os.environ.copy(),
+    )
+
+
+def no_server_started() -> None:
+    """Every launch writes a log file first: none there, no server was started."""
+    logs = Path(os.environ["XDG_STATE_HOME"])
+    assert not list(logs.rglob("llama-server-*.log"))
+
+
+@pytest.mark.parametrize("case", CASES, ids=list(CASES))
+@pytest.mark.parametrize("command", ["stream", "tui"])
+def test_stream_and_the_tui_refuse_before_any_start(
+    gemma_model: Path, command: str, case: str
+) -> None:
+    flags, message = CASES[case]
+    head = ["stream"] if command == "stream" else []  # the TUI builds its engine before drawing
+    line = one_clear_line(spectui(*head, "--model", str(gemma_model), *flags, *PROMPT))
+    assert message in line
+    no_server_started()
+
+
+@pytest.mark.parametrize("case", CASES, ids=list(CASES))
+def test_compare_refuses_before_any_start(gemma_model: Path, case: str, tmp_path: Path) -> None:
+    flags, message = CASES[case]
+    config = flags[1]
+    result = spectui(
+        "compare",
+        "--model",
+        str(gemma_model),
+        "--config",
+        config,
+        "--prompts",
+        "builtin",
+        "--json",
+        str(tmp_path / "c.json"),
+    )
+    assert message in one_clear_line(result)
+    assert not (tmp_path / "c.json").exists()
+    no_server_started()
+
+
+@pytest.mark.parametrize(
+    ("types", "message"),
+    [
+        ("ngram-magic", "ngram-magic: this llama-server does not list it"),
+        ("draft-mtp", "draft-mtp: needs a model with MTP layers"),
+        ("draft-eagle3", "draft-eagle3: needs an EAGLE-3 drafter"),
+    ],
+)
+def test_tune_refuses_what_cannot_run(gemma_model: Path, types: str, message: str) -> None:
+    line = one_clear_line(
+        spectui("tune", "--model", str(gemma_model), "--types", types, "--prompts", "builtin")
+    )
+    assert "nothing to tune" in line and message in line
+    no_server_started()
