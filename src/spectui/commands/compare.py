@@ -181,7 +181,7 @@ def _new_document(
     sampling = settings.sampling
     prompts = load_prompts(options.prompts or "builtin", sampling.n_predict)
     texts = options.configs or [settings.spec_type]
-    configs = parse_configs(texts, setup.caps, draft_model=settings.draft_model)
+    configs = parse_configs(texts, setup.caps, draft_model=settings.draft_model, model=setup.model)
     plan = ComparePlan(
         configs=configs,
         prompts=prompts,

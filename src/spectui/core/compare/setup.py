@@ -175,11 +175,16 @@ def prepare(
 
 
 def parse_configs(
-    texts: Sequence[str], caps: Capabilities, *, draft_model: Path | None = None
+    texts: Sequence[str],
+    caps: Capabilities,
+    *,
+    draft_model: Path | None = None,
+    model: Path | None = None,
 ) -> tuple[CompareConfig, ...]:
     """The configs to compare, baseline (``none``) first and always present.
 
-    Each is checked against the binary; ``draft_model`` is used by draft types that name none.
+    Each is checked against the binary (and ``model``'s GGUF header: a type it cannot run is
+    refused before any server starts); ``draft_model`` is used by draft types that name none.
     """
     configs: list[CompareConfig] = []
     for text in texts:
@@ -187,7 +192,7 @@ def parse_configs(
             spec = SpecConfig.parse(text, draft_model=draft_model)
             if not spec.needs_draft_model:
                 spec = spec.model_copy(update={"draft_model": None})  # unused: keep it out
-            args = tuple(spec.to_args(caps))  # validates against this binary
+            args = tuple(spec.to_args(caps, model))  # validates against this binary
         except SpectuiError as error:
             raise SpecConfigError(f"config {text.strip()!r}: {error}") from None
         name = shlex.join(shlex.split(text))

@@ -213,7 +213,8 @@ class LiveEngine:
             return
         try:
             if self._caps is not None:
-                spec.validate_for(self._caps)
+                # With the model: a type its GGUF cannot run is refused and the server kept.
+                spec.validate_for(self._caps, self._server.config.model)
             if spec.draft_model is not None:
                 check_gguf(spec.draft_model, what="draft model")
         except SpectuiError as error:

@@ -58,7 +58,9 @@ def space_configs(
     skipped: list[Skipped] = []
     for candidate in candidates:
         try:
-            (config,) = parse_configs([candidate.text], setup.caps, draft_model=draft_model)[1:]
+            (config,) = parse_configs(
+                [candidate.text], setup.caps, draft_model=draft_model, model=setup.model
+            )[1:]
         except SpectuiError as error:
             skipped.append(Skipped(type=candidate.text, reason=str(error)))
             continue

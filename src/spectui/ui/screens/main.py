@@ -46,7 +46,7 @@ from spectui.ui.messages import (
 )
 from spectui.ui.screens.dialogs import ConfirmScreen, HelpScreen
 from spectui.ui.screens.prompt_picker import PromptChoice, PromptPickerScreen
-from spectui.ui.screens.spec_picker import SpecPickerScreen
+from spectui.ui.screens.spec_picker import SpecPickerScreen, model_facts
 from spectui.ui.state import UiState
 from spectui.ui.widgets.charts import ChartsPane
 from spectui.ui.widgets.metrics import MetricsPane
@@ -254,6 +254,7 @@ class MainScreen(Screen[None]):
             info.spec,
             self.ui_state.last_draft_model,
             synthetic=info.synthetic_acceptance,
+            target=model_facts(info),  # types this model cannot run are marked, with why
         )
         self.app.push_screen(picker, self._spec_chosen)
 
