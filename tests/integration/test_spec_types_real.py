@@ -4,8 +4,10 @@ accepted, steps, per position, token origins — must equal the server's own `/m
 
 draft-mtp (n-max 1, 2, 3; with and without n-min), draft-eagle3, draft-dflash and draft-dspark
 at full, partial and zero acceptance, and draft-mtp / draft-simple with rejection sampling
-(temperature > 0, `--spec-draft-sampling probabilistic`). One server per config, 40 tokens each:
-the tiny models generate them in a few milliseconds.
+(temperature > 0, `--spec-draft-sampling probabilistic`). Two partial configs are also recorded
+(the replayed summary equals the live one) and streamed through `spectui proxy` (its record
+equals the deltas). One server per config, 40 tokens each: the tiny models generate them in a few
+milliseconds.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from spectui.core.llama.protocol import ServerMetrics
 from spectui.testing.tiny_models import TinyModels
 
 from .outside import outside_server, wait_healthy
+from .proxy_helpers import delta, running_proxy, server_metrics
 
 pytestmark = pytest.mark.server
 
@@ -170,3 +173,32 @@ def test_stream_counts_equal_server_metrics(
         # the recorded run replays with the same counts
         assert main(["replay", str(session), "--summary"]) == 0
         assert json.loads(capsys.readouterr().out) == summary
+
+
+PROXIED = [Config("draft-mtp", "partial", 2, 1), Config("draft-eagle3", "partial", 3)]
+
+
+@pytest.mark.parametrize("config", [pytest.param(c, id=c.id) for c in PROXIED])
+async def test_proxy_attribution_equals_server_metrics(
+    config: Config, tiny_models: TinyModels, llama_binary: Path
+) -> None:
+    """A client streaming through `spectui proxy`: the request's record counts what the server
+    counted (the proxy runs in this event loop; the server is the test's own)."""
+    model, args = config.model(tiny_models), config.server_args(tiny_models)
+    body = {"prompt": PROMPT, "n_predict": N_PREDICT, "stream": True, "temperature": 0}
+    with outside_server(llama_binary, model, *args) as (upstream, _pid):
+        wait_healthy(upstream, give_up_s=60)
+        async with running_proxy(upstream) as (url, _proxy, collected):
+            before = await server_metrics(upstream)
+            async with httpx.AsyncClient(timeout=60) as http:
+                response = await http.post(url + "/completion", json=body)
+            assert response.status_code == 200
+            after = await server_metrics(upstream)
+            (record,) = await collected.wait_for(1)
+    steps, drafted, accepted, histogram = delta(before, after)
+    assert 0 < accepted < drafted
+    assert record.metrics is not None
+    m = record.metrics
+    assert (m.steps, m.drafted, m.accepted) == (steps, drafted, accepted)
+    assert _trimmed(list(m.accepted_per_position)) == histogram
+    assert record.tokens == N_PREDICT
