@@ -293,7 +293,7 @@ def what_if(
             raise WhatIfError(
                 f"{other.name}: another spec type than {session.name}, its steps cost otherwise"
             )
-    more = [d for other in also for d in session_counts(other)[1]]
+    more = [session_counts(other)[1] for other in also]
     summary = session.summary
     measured = summary.metrics.tokens_per_second if summary is not None else None
     return predict_counts(counts, decodes, spec, draft_maxima, model, session.name, measured, more)
@@ -304,7 +304,7 @@ def _step_cost(
     decodes: Sequence[tuple[int, float]],
     group: str | None,
     model: CostModel | None,
-    more: Sequence[tuple[int, float]],
+    more: Sequence[Sequence[tuple[int, float]]],
     name: str,
 ) -> StepCost:
     if model is not None:
@@ -315,7 +315,7 @@ def _step_cost(
             )
         return cost
     try:
-        return from_decodes([*decodes, *more], "runs" if more else "run")
+        return from_decodes([decodes, *more])
     except ValueError:
         raise WhatIfError(f"{name}: no verification step of the run was timed") from None
 
@@ -328,10 +328,10 @@ def predict_counts(
     model: CostModel | None = None,
     name: str = "the run",
     measured: float | None = None,
-    more: Sequence[tuple[int, float]] = (),
+    more: Sequence[Sequence[tuple[int, float]]] = (),
 ) -> WhatIf:
     """`what_if` from a run's counts and decode times (``name``: the run, for messages;
-    ``more``: further runs' decodes that help price a step)."""
+    ``more``: further runs' decodes, each run's apart, that help price a step)."""
     if counts.steps == 0 or counts.draft_max < 1:
         raise WhatIfError(f"{name}: the run has no verification steps to predict from")
     group = spec_group(spec.types) if spec is not None else "ngram"

@@ -92,14 +92,17 @@ class StepCost(BaseModel):
 
 
 RUN_SPREAD = 0.05
-"""The run-to-run spread of the same work on one machine, which a single run cannot show:
-the recorded run may have been this much faster or slower than the typical run."""
+"""The least run-to-run spread of the same work on one machine, which a single run cannot
+show: the recorded run may have been this much faster or slower than the typical run (more
+when the run's own stretches ran at different speeds: `_wander`)."""
 
 
-def from_decodes(decodes: Sequence[tuple[int, float]], source: Literal["run", "runs"]) -> StepCost:
-    """The step price from decodes: (drafted, ms) each, 0 drafted for a plain decode.
+def from_decodes(runs: Sequence[Sequence[tuple[int, float]]]) -> StepCost:
+    """The step price from runs' decodes: (drafted, ms) each, 0 drafted for a plain decode; the
+    first run is the one predicted from, any others (``--also``) help price a step.
 
     Raises ValueError when no decode verified a draft."""
+    decodes = [d for run in runs for d in run]
     singles = [ms for d, ms in decodes if d == 0]
     steps = [(float(d), ms) for d, ms in decodes if d > 0]
     if not steps or sum(ms for _, ms in steps) <= 0:
@@ -110,20 +113,21 @@ def from_decodes(decodes: Sequence[tuple[int, float]], source: Literal["run", "r
     decode_ms = statistics.fmean(singles) if singles else None
     floor = decode_ms if decode_ms is not None and len(singles) >= MIN_SINGLES else 0.0
     low, high = 0.0, max(0.0, (t_bar - min(floor, t_bar)) / d_bar)
+    spread = max(RUN_SPREAD, _wander(runs[0]))
     sxx = sum((d - d_bar) ** 2 for d, _ in steps)
     fitted: float | None = None
     separable = False
     if n >= MIN_STEPS and sxx > 0:
         fitted = sum((d - d_bar) * (t - t_bar) for d, t in steps) / sxx
         residual = sum((t - t_bar - fitted * (d - d_bar)) ** 2 for d, t in steps) / (n - 2 or 1)
-        error = math.sqrt(residual / sxx)
+        error = math.sqrt(residual / sxx + _between_runs(runs, d_bar, t_bar, spread))
         fitted = min(high, max(low, fitted))
         data_low, data_high = max(low, fitted - Z * error), min(high, fitted + Z * error)
         separable = Z * error <= SEPARABLE_SHARE * (high - low) or high == low
         low, high = data_low, data_high
     point = fitted if separable and fitted is not None else (low + high) / 2
     cost = StepCost(
-        source=source,
+        source="runs" if len(runs) > 1 else "run",
         decode_ms=decode_ms,
         anchor_drafted=d_bar,
         anchor_ms=t_bar,
@@ -133,9 +137,61 @@ def from_decodes(decodes: Sequence[tuple[int, float]], source: Literal["run", "r
         separable=separable,
         lengths=sorted({int(d) for d, _ in steps}),
         steps=n,
-        spread=RUN_SPREAD,
+        spread=spread,
     )
     return cost.model_copy(update={"median_abs_error": _decode_error(cost, decodes)})
+
+
+def _between_runs(
+    runs: Sequence[Sequence[tuple[int, float]]], d_bar: float, t_bar: float, spread: float
+) -> float:
+    """The slope's variance from the runs' own speeds: each whole run may have run `spread`
+    (two standard deviations) faster or slower, and a run of one length cannot show it apart
+    from its length's cost. 0 for one run (its speed is the anchor)."""
+    if len(runs) < 2:
+        return 0.0
+    lengths, sizes = [], []
+    for run in runs:
+        drafted = [d for d, _ in run if d > 0]
+        if drafted:
+            lengths.append(statistics.fmean(drafted))
+            sizes.append(len(drafted))
+    sxx = sum(n * (d - d_bar) ** 2 for d, n in zip(lengths, sizes, strict=True))
+    if sxx <= 0:
+        return 0.0
+    sd = spread / Z * t_bar
+    return sum((n * (d - d_bar) * sd) ** 2 for d, n in zip(lengths, sizes, strict=True)) / sxx**2
+
+
+BLOCKS = 4
+"""Stretches of a run, in time order, whose speeds show how much the machine wandered."""
+
+
+def _wander(decodes: Sequence[tuple[int, float]]) -> float:
+    """How much the machine's speed wandered during the run, as the relative spread (two
+    standard deviations) of a whole run: the spread of its `BLOCKS` stretches' speeds beyond
+    what their decodes' own noise explains, over the square root of `BLOCKS` (a whole run
+    averages its stretches).
+
+    A machine shared with other work runs some stretches slower than others; one run cannot
+    show how far the next will be, but a run whose own stretches differ says the machine is
+    not steady, and by about how much. Each decode counts against the mean of its length."""
+    by_length: dict[int, list[float]] = {}
+    for d, ms in decodes:
+        by_length.setdefault(d, []).append(ms)
+    means = {d: statistics.fmean(v) for d, v in by_length.items()}
+    ratios = [ms / means[d] for d, ms in decodes if means[d] > 0]
+    size = len(ratios) // BLOCKS
+    if size < 2:
+        return 0.0
+    blocks = [ratios[i * size : (i + 1) * size] for i in range(BLOCKS)]
+    centres = [statistics.fmean(b) for b in blocks]
+    within = statistics.fmean(statistics.variance(b) for b in blocks) / size
+    between = statistics.variance(centres) - within
+    centre = statistics.fmean(centres)
+    if between <= 0 or centre <= 0:
+        return 0.0
+    return Z * math.sqrt(between) / centre / math.sqrt(BLOCKS)
 
 
 def _decode_error(cost: StepCost, decodes: Sequence[tuple[int, float]]) -> float | None:
