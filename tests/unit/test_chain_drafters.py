@@ -503,3 +503,44 @@ def test_ngram_simple_finds_the_window_upstream_finds(
     expected = _simple_reference(n, m, history, sampled)
     assert NgramSimple(size_n=n, size_m=m).draft(history, sampled) == expected
     assert NgramSimple(size_n=n, size_m=m).draft(tuple(history), sampled) == expected
+
+
+def _merge(chunks: list[str], at: int) -> list[str]:
+    """Chunks ``at`` and ``at + 1`` as one (the server holding a token back for the next)."""
+    first, second = json.loads(chunks[at]), json.loads(chunks[at + 1])
+    second["content"] = first["content"] + second["content"]
+    second["tokens"] = first["tokens"] + second["tokens"]
+    return [*chunks[:at], json.dumps(second), *chunks[at + 2 :]]
+
+
+def test_a_chunk_of_several_steps_is_unknown_and_a_stateless_member_is_named_after_it() -> None:
+    types = ["ngram-simple", "draft-mtp"]
+    flags = {**SIMPLE, **MODEL}
+    prompt = [1, 11, 12]
+    output = (CYCLE * 5)[2:]
+    points = _serve(types, flags, prompt, output, n_predict=len(output))
+    chunks = _payloads(output, points)
+    # The second and third steps' tokens in one chunk: more than one split fits it.
+    for _ in range(6):
+        chunks = _merge(chunks, points[1].index)
+    namer = ChainNamer(types, flags)
+    processor = ChunkProcessor(chat=False, naming=RunNaming(namer, prompt, len(output)))
+    events = [e for i, c in enumerate(chunks) for e in processor.feed(c, i / 100)]
+    truth = {p.index: p.truth for p in points if p.truth}
+    steps = [e for e in events if isinstance(e, StepEvent)]
+    for step in steps:
+        if step.steps == 1 and step.split_known:
+            assert step.drafter in (truth[step.first_token], UNKNOWN)
+        else:
+            assert step.drafter == UNKNOWN
+    assert any(s.drafter == UNKNOWN for s in steps)
+    for token in (e for e in events if isinstance(e, TokenEvent)):
+        if token.origin is TokenOrigin.DRAFT:  # its step's name (an event may be several)
+            assert token.step is not None
+            mine = next(s for s in steps if s.index <= token.step < s.index + s.steps)
+            assert token.drafter == mine.drafter
+    assert steps[-1].drafter == "ngram-simple"  # stateless: named again after the merge
+    metrics = processor.summary(t=1.0).metrics
+    shares = metrics.by_drafter.values()
+    totals = [sum(getattr(s, k) for s in shares) for k in ("drafted", "accepted", "steps")]
+    assert totals == [metrics.drafted, metrics.accepted, metrics.steps]

@@ -243,13 +243,20 @@ class ChainNamer:
             self.forget()
         return UNKNOWN
 
+    def lost(self) -> None:
+        """Where the draft points were is not known any more (a token of unknown origin):
+        the stateful members lose their state; the next step is asked where it begins."""
+        if self._slots is not None:
+            self.forget()
+            self._next = -1
+
     def merged(self) -> str:
-        """Several steps came in one chunk (`StepEvent.steps` > 1): where each began is not
-        known, so neither are their drafters, and the stateful members lose their state."""
+        """A step event that is not one step (`StepEvent.steps`: several in one chunk, or a
+        count an earlier chunk left open): where each began is not known, so neither are their
+        drafters, and the stateful members lose their state."""
         if self.single is not None:
             return self.single
-        self.forget()
-        self._next = -1
+        self.lost()
         return UNKNOWN
 
     def no_draft(self, index: int, output: Sequence[int]) -> None:

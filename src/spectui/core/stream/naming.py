@@ -13,7 +13,7 @@ import contextlib
 import itertools
 from collections.abc import Sequence
 
-from spectui.core.drafters.chain import ChainNamer, drafting_types
+from spectui.core.drafters.chain import UNKNOWN, ChainNamer, drafting_types
 from spectui.core.drafters.ngram_map import SERVER_SLOTS
 from spectui.core.drafters.settings import BUILD_DEFAULTS, help_defaults, type_settings
 from spectui.core.events import StepEvent, TokenEvent, TokenOrigin
@@ -65,14 +65,14 @@ def server_slots(parallel: int, extra_args: Sequence[str]) -> int:
 class RunNaming:
     """One run's naming: each step and accepted draft token gets its drafter's name."""
 
-    __slots__ = ("_current", "_namer")
+    __slots__ = ("_namer", "_names")
 
     def __init__(
         self, namer: ChainNamer, prompt: Sequence[int] | None, n_predict: int | None
     ) -> None:
         """``prompt``: the run's prompt token ids as the server reads them (None: unknown)."""
         self._namer = namer
-        self._current: str | None = None
+        self._names: dict[int, str] = {}  # step index -> name, for the steps still open
         namer.begin(prompt, n_predict)
 
     def stamp(
@@ -81,17 +81,24 @@ class RunNaming:
         """``events`` (one chunk's, in order) with their drafter; ``output``: the run's token
         ids so far, this chunk's included."""
         out: list[TokenEvent | StepEvent] = []
-        namer = self._namer
+        namer, names = self._namer, self._names
         for event in events:
             if isinstance(event, StepEvent):
-                if getattr(event, "steps", 1) > 1:  # (one event for several steps)
-                    name = namer.merged()
-                else:
+                # Only a step the attribution places alone has a draft point to replay.
+                if event.steps == 1 and event.split_known:
                     name = namer.step(event.first_token, event.drafted, event.accepted, output)
-                self._current = name
+                else:
+                    name = namer.merged()
+                if len(names) > _OPEN_STEPS:
+                    names.clear()  # (a chunk's tokens belong to its steps and the one before)
+                for index in range(event.index, event.index + max(event.steps, 1)):
+                    names[index] = name
                 event = event.model_copy(update={"drafter": name})
             elif event.origin is TokenOrigin.DRAFT:
-                event = event.model_copy(update={"drafter": self._current})
+                name = names.get(event.step, UNKNOWN) if event.step is not None else UNKNOWN
+                event = event.model_copy(update={"drafter": name})
+            elif event.origin is TokenOrigin.UNKNOWN:
+                namer.lost()  # (whether a draft point was here is not known)
             elif event.step is None:
                 namer.no_draft(event.index, output)
             out.append(event)
@@ -101,3 +108,8 @@ class RunNaming:
         """The run ended before the server finished it (cancelled, broken): the server may
         have drafted past what was seen, so the stateful drafters' state is lost."""
         self._namer.forget()
+
+
+_OPEN_STEPS = 64
+"""Step names kept for the draft tokens still to come (a chunk's are its own steps' and the
+step before; the rest only bounds the memory)."""
