@@ -143,3 +143,28 @@ def test_a_type_that_hangs_is_stopped_and_reported(tmp_path: Path) -> None:
     assert found["draft-mtp"]["outcome"] == "hung"
     assert found["draft-dflash"]["outcome"] == "not applicable"
     assert not servers_named(marker)
+
+
+def test_a_type_the_server_refuses_gives_its_own_reason(
+    tiny_models: TinyModels, gemma_model: Path
+) -> None:
+    """Gemma as the tiny target's draft model: the headers cannot tell the vocabularies apart,
+    the server can (it starts, then runs without speculation and says why in its log)."""
+    args, marker = with_marker(
+        "doctor",
+        "--try",
+        "--model",
+        str(tiny_models.target),
+        "--draft-model",
+        str(gemma_model),
+        *TINY_PROMPT,
+    )
+    result = spectui(*args)
+    assert result.returncode == 0, result.stderr
+    line = next(x for x in result.stdout.splitlines() if x.startswith("draft-simple"))
+    assert "refused" in line
+    assert "draft model vocab type must match target model" in line
+    assert "not applicable" in next(
+        x for x in result.stdout.splitlines() if x.startswith("draft-eagle3")
+    )
+    assert not servers_named(marker)
