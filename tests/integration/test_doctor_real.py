@@ -137,7 +137,9 @@ def test_a_type_that_hangs_is_stopped_and_reported(tmp_path: Path) -> None:
         "doctor", "--try", "--json", "--server-bin", str(fake), "--model", str(model),
         "--try-timeout", "2", *TINY_PROMPT,
     )  # fmt: skip
-    found = trials(spectui(*args))
+    result = spectui(*args)
+    assert result.returncode == 1  # not even the baseline runs: a script should see it
+    found = {trial["type"]: trial for trial in json.loads(result.stdout)["trials"]}
     assert found["none"]["outcome"] == "hung"
     assert "no ready server and finished run within 2 s; stopped" in found["none"]["reason"]
     assert found["draft-mtp"]["outcome"] == "hung"

@@ -95,7 +95,7 @@ def run_doctor(settings: Settings, args: argparse.Namespace) -> int:
 async def _try(settings: Settings, options: DoctorOptions) -> int:
     from spectui.app_setup import engine_dirs, request_for
     from spectui.core.engine.live import demo_model
-    from spectui.core.engine.trial import DEFAULT_TRY_TIMEOUT_S, Trial
+    from spectui.core.engine.trial import DEFAULT_TRY_TIMEOUT_S, Outcome, Trial
     from spectui.core.llama.binary import find_llama_server, probe_capabilities
     from spectui.core.llama.gguf import check_gguf
     from spectui.lifecycle import exit_signals
@@ -152,7 +152,10 @@ async def _try(settings: Settings, options: DoctorOptions) -> int:
         print(report.model_dump_json(indent=2))
     else:
         print(summary_line(report), file=sys.stderr)
-    return 0
+    # A report, whatever it found; but a model the server cannot even run plainly is a failure
+    # a script should see.
+    baseline = next(t for t in report.trials if t.type == "none")
+    return 0 if baseline.outcome is Outcome.WORKS else 1
 
 
 def format_trial(trial: TypeTrial, width: int = 16) -> str:
