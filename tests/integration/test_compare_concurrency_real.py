@@ -32,7 +32,7 @@ from .test_cli_errors import one_clear_line, spectui
 pytestmark = pytest.mark.server
 
 PROMPTS = "builtin:table-row,two-lines"
-N_PREDICT = 24
+N_PREDICT = 40
 LEVEL_FIELDS = (
     "aggregate_tokens_per_second",
     "request_tokens_per_second",
@@ -63,7 +63,7 @@ async def test_every_level_is_recorded_and_attribution_stays_exact(
     server = ServerOptions(ctx_size=512, extra_args=[*FAST, "--parallel", "4"])
     setup = compare_setup(settings, server=server).with_slots((1, 2))
     assert setup.parallel == 4  # the server arguments' slots, more than the levels need
-    configs = parse_configs(["none", "ngram-mod"], setup.caps)
+    configs = parse_configs(["none", "ngram-simple"], setup.caps)
     plan = ComparePlan(
         configs=configs,
         prompts=load_prompts(PROMPTS, N_PREDICT),
@@ -112,7 +112,7 @@ async def test_every_level_is_recorded_and_attribution_stays_exact(
         assert r.accepted == int(r.server_timings["draft_n_accepted"]), r.seq
         assert r.tokens == N_PREDICT and r.sent_at is not None and r.queue_ms is not None
         assert not r.waited_for_slot  # four slots, at most two streams
-    assert sum(r.drafted for r in doc.runs if r.config == "ngram-mod" and r.level == 2) > 0
+    assert sum(r.drafted for r in doc.runs if r.config == "ngram-simple" and r.level == 2) > 0
     # ... and their sums are the server's own counters, per server start.
     assert {seq for _, _, served in segments for seq in served} == set(runs)
     for start, end, served in segments:
@@ -122,15 +122,15 @@ async def test_every_level_is_recorded_and_attribution_stays_exact(
     # The document holds every level × config and every metric.
     raw = json.loads(out.read_text())
     levels = {(row["config"], row["level"]): row for row in raw["levels"]}
-    assert set(levels) == {(c, lv) for c in ("none", "ngram-mod") for lv in (1, 2)}
+    assert set(levels) == {(c, lv) for c in ("none", "ngram-simple") for lv in (1, 2)}
     for (config, level), row in levels.items():
         assert set(LEVEL_FIELDS) <= set(row)
         assert row["requests"] == level * 2
         for name in ("aggregate_tokens_per_second", "ttft_p95_ms", "latency_p95_ms"):
             assert row[name] is not None, (config, level, name)
-        if config == "ngram-mod":
+        if config == "ngram-simple":
             assert row["speedup_vs_baseline"] is not None and row["pairs"] == 1
-    assert [v["config"] for v in raw["level_verdicts"]] == ["ngram-mod"]
+    assert [v["config"] for v in raw["level_verdicts"]] == ["ngram-simple"]
     assert raw["plan"]["concurrency"] == [1, 2]
 
 
