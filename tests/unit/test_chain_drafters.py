@@ -544,3 +544,28 @@ def test_a_chunk_of_several_steps_is_unknown_and_a_stateless_member_is_named_aft
     shares = metrics.by_drafter.values()
     totals = [sum(getattr(s, k) for s in shares) for k in ("drafted", "accepted", "steps")]
     assert totals == [metrics.drafted, metrics.accepted, metrics.steps]
+
+
+def test_compare_takes_a_chain_as_one_config() -> None:
+    from spectui.core.compare.setup import parse_configs
+
+    configs = parse_configs(["ngram-mod,draft-mtp", "ngram-mod"], parse_help(HELP))
+    assert [c.name for c in configs] == ["none", "ngram-mod,draft-mtp", "ngram-mod"]
+    assert configs[1].spec.types == ("ngram-mod", "draft-mtp")
+    assert "ngram-mod,draft-mtp" in configs[1].args  # one --spec-type, one server
+
+
+def test_the_text_summary_gives_each_drafters_share() -> None:
+    from spectui.commands.stream import summary_line
+    from spectui.core.events import DrafterStats, RunMetrics
+
+    shares = {
+        "draft-mtp": DrafterStats(drafted=16, accepted=15, steps=8),
+        "ngram-simple": DrafterStats(drafted=48, accepted=48, steps=6),
+    }
+    metrics = RunMetrics(tokens=80, drafted=64, accepted=63, steps=14, by_drafter=shares)
+    assert "by drafter draft-mtp 15/16, ngram-simple 48/48" in summary_line(metrics)
+    single = RunMetrics(
+        tokens=80, drafted=16, accepted=15, steps=8, by_drafter=dict(list(shares.items())[:1])
+    )
+    assert "by drafter" not in summary_line(single)
