@@ -86,9 +86,13 @@ def _cases() -> list[object]:
         for kind in ("draft-eagle3", "draft-dflash", "draft-dspark"):
             config = Config(kind, acc, 3)
             cases.append(pytest.param(config, id=config.id))
-    for kind in ("draft-mtp", "draft-simple"):
-        config = Config(kind, "full", 3, temperature=0.8)
-        cases.append(pytest.param(config, id=config.id))
+    # rejection sampling: the partial head's wrong drafts are rejected, the others accepted
+    probabilistic = [
+        Config("draft-mtp", "full", 3, temperature=0.8),
+        Config("draft-mtp", "partial", 3, temperature=0.8),
+        Config("draft-simple", "full", 3, temperature=0.8),
+    ]
+    cases += [pytest.param(config, id=config.id) for config in probabilistic]
     return cases
 
 
