@@ -186,3 +186,32 @@ def test_the_try_plan_leaves_out_what_cannot_apply(fake_server: Path, tmp_path: 
     assert "no MTP layers" in skipped["draft-mtp"]
     assert skipped["ngram-mod,draft-mtp"].startswith("draft-mtp: no MTP layers")
     assert "ngram-mod" not in skipped and "none" not in skipped
+
+
+def test_try_lines_say_what_each_type_did() -> None:
+    from spectui.commands.doctor import format_trial, summary_line
+    from spectui.core.engine.trial import Outcome, TrialReport, TypeTrial
+
+    works = TypeTrial(
+        type="draft-mtp", outcome=Outcome.WORKS, drafted=26, accepted=26,
+        tokens_per_second=3000.0, speedup=1.5,
+    )  # fmt: skip
+    assert format_trial(works) == (
+        "draft-mtp        works          drafted 26, accepted 26 · 3000 tok/s (1.50x none)"
+    )
+    idle = TypeTrial(
+        type="ngram-mod", outcome=Outcome.WORKS, drafted=0, accepted=0,
+        reason="drafted nothing on this prompt",
+    )  # fmt: skip
+    assert format_trial(idle).endswith("drafted 0, accepted 0 · drafted nothing on this prompt")
+    refused = TypeTrial(type="draft-simple", outcome=Outcome.REFUSED, reason="vocab differs")
+    assert format_trial(refused, 20) == f"{'draft-simple':<20} {'refused':<15}vocab differs"
+    report = TrialReport(
+        model=Path("/m/tiny.gguf"),
+        timeout_s=120,
+        trials=(TypeTrial(type="none", outcome=Outcome.WORKS), works, idle, refused),
+    )
+    assert summary_line(report) == (
+        "4 tried on tiny.gguf: 3 works, 1 refused (no server left running)"
+    )
+    assert TrialReport.model_validate_json(report.model_dump_json()) == report
