@@ -442,6 +442,26 @@ def test_a_single_type_run_has_one_share_and_no_spec_none() -> None:
     assert {k: (v.drafted, v.accepted, v.steps) for k, v in by.items()} == {"draft-mtp": (4, 3, 2)}
 
 
+def test_the_namer_drafts_with_the_flags_the_server_got_last() -> None:
+    """Spec flags after ``--`` (the launch's extra arguments) come after the spec's on the
+    server's command line, so they win."""
+    spec = SpecConfig.parse("ngram-simple,draft-mtp --spec-ngram-simple-size-n 5")
+    extra = ("--spec-ngram-simple-size-n=2", "--spec-ngram-simple-size-m", "4")
+    namer = namer_for(spec, HELP, extra_args=(*extra, "--spec-draft-n-max", "2"))
+    assert namer is not None
+    prompt = [1, *CYCLE]
+    output = CYCLE * 3
+    points = _serve(["ngram-simple", "draft-mtp"], {**SIMPLE, **MODEL}, prompt, output, 21)
+    namer.begin(prompt, 21)
+    assert _name(namer, points, output) == _truth(points)
+    assert "ngram-simple" in _truth(points)
+    # With the spec's own flags alone the replica drafts otherwise: its steps are unknown.
+    alone = namer_for(spec, HELP)
+    assert alone is not None
+    alone.begin(prompt, 21)
+    assert set(_name(alone, points, output)) - {"draft-mtp"} == {UNKNOWN}
+
+
 def test_namer_reads_the_config_and_the_help() -> None:
     spec = SpecConfig.parse("ngram-mod,draft-mtp --spec-ngram-mod-n-match 12")
     namer = namer_for(spec, HELP)

@@ -374,7 +374,10 @@ class LiveEngine:
                     self._help = await asyncio.to_thread(help_text, server.config.binary)
             config = server.config
             namer = namer_for(
-                spec, self._help, n_slots=server_slots(config.parallel, config.extra_args)
+                spec,
+                self._help,
+                extra_args=config.extra_args,
+                n_slots=server_slots(config.parallel, config.extra_args),
             )
         elif namer is not None and server is None:
             namer = namer_for(spec, state_known=False)

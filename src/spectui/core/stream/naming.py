@@ -26,26 +26,40 @@ def namer_for(
     spec: SpecConfig | None,
     help_text: str | None = None,
     *,
+    extra_args: Sequence[str] = (),
     n_slots: int = 1,
     state_known: bool = True,
 ) -> ChainNamer | None:
     """The namer of a server start with ``spec`` (None: no spec known, or nothing drafts).
 
     ``help_text``: the binary's ``--help``, whose defaults the replicas run with (this build's
-    when None); ``n_slots``: the server's ``--parallel``; ``state_known``: spectui started the
-    server, so every request it serves goes through the namer (see `ChainNamer`).
+    when None); ``extra_args``: the server's arguments after the spec's (their ``--spec-*``
+    flags win, as on its command line); ``n_slots``: its ``--parallel``; ``state_known``:
+    spectui started the server, so every request it serves goes through the namer (see
+    `ChainNamer`).
     """
     if spec is None or not (types := drafting_types(spec.types)):
         return None
     defaults = help_defaults(help_text) if help_text else dict(BUILD_DEFAULTS)
+    n_max = [] if spec.draft_n_max is None else [_DRAFT_N_MAX, str(spec.draft_n_max)]
+    args = _split_equals([*spec.extra_args, *n_max, *extra_args])
     settings: dict[str, float] = {}
     for type_ in types:
-        settings.update(type_settings(type_, defaults, spec.extra_args))
-    n_max = spec.draft_n_max if spec.draft_n_max is not None else defaults.get(_DRAFT_N_MAX)
-    if n_max is not None:
-        with contextlib.suppress(ValueError):  # (else no bound on a model drafter's draft)
-            settings[_DRAFT_N_MAX] = float(n_max)
+        settings.update(type_settings(type_, defaults, args))
+    # (without a number, no bound on a model drafter's draft: one check fewer)
+    for flag, value in [(_DRAFT_N_MAX, defaults.get(_DRAFT_N_MAX)), *itertools.pairwise(args)]:
+        if flag == _DRAFT_N_MAX and value is not None:
+            with contextlib.suppress(ValueError):
+                settings[_DRAFT_N_MAX] = float(value)
     return ChainNamer(spec.types, settings, n_slots=n_slots, state_known=state_known)
+
+
+def _split_equals(args: Sequence[str]) -> list[str]:
+    """``--flag=value`` as ``--flag value``, the way llama-server reads both."""
+    out: list[str] = []
+    for token in args:
+        out += token.split("=", 1) if token.startswith("--") and "=" in token else [token]
+    return out
 
 
 def server_slots(parallel: int, extra_args: Sequence[str]) -> int:
