@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,10 +41,13 @@ def with_marker(*args: str) -> tuple[list[str], str]:
 
 
 def servers_named(marker: str) -> list[psutil.Process]:
+    """Live llama-servers (the real one, or the fake script) launched with ``marker``: not the
+    spectui process, whose own command line carries it too."""
     found = []
     for proc in psutil.process_iter(["cmdline", "status"]):
         cmdline = proc.info["cmdline"] or []
-        if marker in cmdline and proc.info["status"] != psutil.STATUS_ZOMBIE:
+        server = any(Path(part).name == "llama-server" for part in cmdline[:2])
+        if server and marker in cmdline and proc.info["status"] != psutil.STATUS_ZOMBIE:
             found.append(proc)
     return found
 
@@ -169,4 +174,29 @@ def test_a_type_the_server_refuses_gives_its_own_reason(
     assert "not applicable" in next(
         x for x in result.stdout.splitlines() if x.startswith("draft-eagle3")
     )
+    assert not servers_named(marker)
+
+
+def test_sigterm_during_try_stops_the_server_it_runs(gemma_model: Path) -> None:
+    args, marker = with_marker("doctor", "--try", "--model", str(gemma_model))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spectui.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 300  # a hang guard: the first server normally starts in 1 s
+        while not servers_named(marker):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err
     assert not servers_named(marker)
