@@ -96,14 +96,15 @@ async def test_a_column_per_level_and_where_speculation_stops_paying() -> None:
         assert ["", "verdict", "keep", "drop", "drop"] in rows
         sentence = str(screen.query_one("#compare-level-verdicts", Static).render())
         assert "ngram-mod: keep up to 1 concurrent stream — 1.42x at 1; drop at 2" in sentence
-        assert screen.table.display  # level 1 ran: its per-prompt table stays
 
 
-async def test_without_level_one_only_the_level_table_shows() -> None:
+async def test_without_level_one_the_prompt_table_is_the_lowest_levels() -> None:
     app = CompareApp(FakeEngine(), Settings(), Finished(_finished((2, 4))))
     async with app.run_test(size=(120, 36)) as pilot:
         screen = app.screen
         assert isinstance(screen, CompareScreen)
         await settle(pilot, lambda: screen.finished)
-        assert not screen.table.display
         assert screen.query_one("#compare-levels", DataTable).row_count > 0
+        rows = {r[0]: r for r in _rows(screen.table)}  # type: ignore[arg-type]
+        assert rows["none"][2] == "6/6"  # 2 clients × 3 rounds
+        assert rows["ngram-mod"][5].startswith("0.83x")

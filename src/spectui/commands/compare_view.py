@@ -112,8 +112,7 @@ class LiveView(StderrLive):
         from rich.console import Group
 
         levels = level_table(self.document)
-        tables = [summary_table(self.document)] if self.document.summary or not levels else []
-        return Group(*tables, *([levels] if levels else []), self.progress)
+        return Group(summary_table(self.document), *([levels] if levels else []), self.progress)
 
     def update(self, event: CompareEvent, document: CompareDocument) -> None:
         from rich.markup import escape
@@ -168,8 +167,7 @@ def print_final(document: CompareDocument, *, chart: bool) -> None:
     out = Console()
     if not out.is_terminal:
         out = Console(width=160)  # a file or a pipe: do not squeeze the table into 80 columns
-    if document.summary or not document.levels:
-        out.print(summary_table(document, title="spectui compare"))
+    out.print(summary_table(document, title="spectui compare"))
     labels = {c.name: c.label for c in document.plan.configs}
     if (levels := level_table(document)) is not None:
         out.print(levels)

@@ -111,22 +111,22 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 
 def summarise(plan: ComparePlan, records: Sequence[RunRecord]) -> list[SummaryRow]:
-    """One row per config × prompt (configs in plan order), over counted runs only (of level
-    1; none when the plan has no level 1)."""
+    """One row per config × prompt (configs in plan order), over the counted runs of the
+    plan's lowest concurrency level (1 unless ``--concurrency`` leaves it out)."""
     annotated = annotate(plan, records)
-    # One stream at a time only: concurrent levels are judged per level (`levels`).
-    counted = [r for r in annotated if not r.warmup and r.level == 1]
+    # One level (the lowest: one stream at a time when it ran); every level is judged as a
+    # whole apart (`levels`).
+    level = min(plan.concurrency)
+    counted = [r for r in annotated if not r.warmup and r.level == level]
     baseline = plan.baseline.name
     noise = _noise(plan, counted, _throughput)
     ttft_noise = _noise(plan, counted, lambda r: r.ttft_ms)
     rows: list[SummaryRow] = []
-    if 1 not in plan.concurrency:
-        return rows
     for config in plan.configs:
         for prompt in plan.prompts:
             mine = [r for r in counted if r.config == config.name and r.prompt == prompt.key]
             base = {
-                r.round: r
+                _slot(r): r
                 for r in counted
                 if r.config == baseline and r.prompt == prompt.key and r.ok
             }
@@ -157,11 +157,18 @@ def _noise(
 
 def _series(runs: list[RunRecord], get: Callable[[RunRecord], float | None]) -> list[float]:
     """The values of one config × prompt's successful runs, in round order."""
-    return _values(sorted((r for r in runs if r.ok), key=lambda r: r.round), get)
+    return _values(sorted((r for r in runs if r.ok), key=_slot), get)
 
 
-def _intervals(mine: list[RunRecord], base: dict[int, RunRecord]) -> dict[str, object]:
-    pairs = [(r, base[r.round]) for r in mine if r.ok and r.round in base]
+def _slot(record: RunRecord) -> tuple[int, int]:
+    """Where a run sits in the schedule: (round, client). A config's run is paired with the
+    baseline's at the same place: the same round and, under load, the same client (whose
+    prompts come in the same order), so both ran against the same mix of streams."""
+    return record.round, record.client
+
+
+def _intervals(mine: list[RunRecord], base: dict[tuple[int, int], RunRecord]) -> dict[str, object]:
+    pairs = [(r, base[_slot(r)]) for r in mine if r.ok and _slot(r) in base]
     speed = bootstrap_interval(
         [s for r, b in pairs if (s := _ratio(_throughput(r), _throughput(b))) is not None]
     )
@@ -176,13 +183,14 @@ def _intervals(mine: list[RunRecord], base: dict[int, RunRecord]) -> dict[str, o
 
 def paired_speedups(plan: ComparePlan, records: Sequence[RunRecord], config: str) -> list[float]:
     """Every paired speedup of ``config`` (all prompts, counted rounds): for an overall call."""
-    counted = [r for r in records if not r.warmup and r.ok and r.level == 1]
-    base = {(r.prompt, r.round): r for r in counted if r.config == plan.baseline.name}
+    level = min(plan.concurrency)
+    counted = [r for r in records if not r.warmup and r.ok and r.level == level]
+    base = {(r.prompt, *_slot(r)): r for r in counted if r.config == plan.baseline.name}
     return [
         s
         for r in counted
         if r.config == config
-        and (b := base.get((r.prompt, r.round))) is not None
+        and (b := base.get((r.prompt, *_slot(r)))) is not None
         and (s := _ratio(_throughput(r), _throughput(b))) is not None
     ]
 
@@ -192,16 +200,16 @@ def base_row(
     config: str,
     prompt: str,
     mine: list[RunRecord],
-    base: dict[int, RunRecord],
+    base: dict[tuple[int, int], RunRecord],
     is_baseline: bool,
 ) -> SummaryRow:
     """A row's medians, ranges and answers over ``mine`` (one config's counted runs of one
-    prompt), paired round by round with ``base`` (the baseline's runs by round)."""
+    prompt, of one level), paired with ``base`` (the baseline's runs by `_slot`)."""
     ok = [r for r in mine if r.ok]
     tps = _stats(_values(ok, lambda r: r.tokens_per_second))
     ttft = _stats(_values(ok, lambda r: r.ttft_ms))
     total = _stats(_values(ok, lambda r: r.total_ms))
-    pairs = [(r, base[r.round]) for r in ok if r.round in base]
+    pairs = [(r, base[_slot(r)]) for r in ok if _slot(r) in base]
     speedups = [s for r, b in pairs if (s := _ratio(_throughput(r), _throughput(b))) is not None]
     speed = _stats(speedups)
     compared = [r for r in ok if r.identical_to_baseline is not None]
@@ -217,7 +225,7 @@ def base_row(
         config=config,
         prompt=prompt,
         runs=len(ok),
-        planned=plan.planned_rounds(config),
+        planned=plan.planned_rounds(config) * (mine[0].level if mine else min(plan.concurrency)),
         failed=len(mine) - len(ok),
         median_tokens_per_second=tps[0],
         min_tokens_per_second=tps[1],

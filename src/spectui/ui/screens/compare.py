@@ -182,7 +182,11 @@ class ResponsesScreen(Screen[None]):
         return [
             r
             for r in self.document.runs
-            if r.prompt == self.prompt and not r.warmup and r.level == 1  # (one per round)
+            # One per round: the lowest level's first client (the one the table pairs first).
+            if r.prompt == self.prompt
+            and not r.warmup
+            and r.client == 0
+            and r.level == min(self.document.plan.concurrency)
         ]
 
     def compose(self) -> ComposeResult:
@@ -290,7 +294,6 @@ class CompareScreen(Screen[None]):
         self.sub_title = str(self.results) if self.results else ""
         for name in SUMMARY_COLUMNS:
             self.table.add_column(name, key=name)
-        self.table.display = 1 in self.document.plan.concurrency
         if self.document.plan.concurrency != (1,):
             levels: DataTable[Text] = self.query_one("#compare-levels", DataTable)
             for name in level_table(self.document)[0]:
