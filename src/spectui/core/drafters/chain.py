@@ -153,6 +153,7 @@ class ChainNamer:
         if len(self.types) > 1 and self.ngram:
             self._slots = ServerSlots(members, n_slots)
         self._prompt: list[int] | None = None
+        self._history: list[int] = []  # the prompt and the output up to the last draft point
         self._n_predict: int | None = None
         self._next = 1  # the next draft point: the index of the token it would draft before
 
@@ -177,6 +178,7 @@ class ChainNamer:
         """A request starts: ``prompt``, its token ids as the server read them (None: not
         known, and the stateful members' state is lost); ``n_predict``: its token limit."""
         self._prompt = None if prompt is None else list(prompt)
+        self._history = [] if prompt is None else list(prompt)
         self._n_predict = n_predict
         self._next = 1
         if self._slots is None:
@@ -203,11 +205,15 @@ class ChainNamer:
             return None
         if index != self._next:
             self.forget()  # a draft call not seen: a stateless member can still be asked
-        history = [*self._prompt, *output[: index - 1]]
-        sampled = output[index - 1]
+        # Grown, not rebuilt, at each point (thousands of tokens, every step of a live run);
+        # the drafters read it during the call only.
+        history, start = self._history, len(self._prompt)
+        if len(history) > start + index - 1:
+            del history[start + index - 1 :]
+        history += output[len(history) - start : index - 1]
         assert self._slots is not None
-        self._slots.tokens[self._slots.current] = [*history, sampled]
-        return history, sampled, members
+        self._slots.tokens[self._slots.current] = history  # (the slot's cache, for the next pick)
+        return history, output[index - 1], members
 
     def _room(self, index: int) -> int | None:
         """The longest draft the server allows before token ``index`` (None: not known)."""
