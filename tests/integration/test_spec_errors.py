@@ -3,6 +3,7 @@ traceback and no server started, in `stream`, the TUI launch, `compare` and `tun
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -10,6 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from spectui.core.engine.live import launch_engine
+from spectui.core.events import ServerState, ServerStateEvent
+from spectui.core.llama.binary import Capabilities
+from spectui.core.llama.specconfig import SpecConfig
+
+from .outside import FAST
 from .test_cli_errors import one_clear_line
 
 pytestmark = pytest.mark.server
@@ -95,3 +102,37 @@ def test_tune_refuses_what_cannot_run(gemma_model: Path, types: str, message: st
     )
     assert "nothing to tune" in line and message in line
     no_server_started()
+
+
+def test_a_tui_switch_to_a_type_the_model_cannot_run_keeps_the_server(
+    llama_binary: Path, gemma_model: Path, caps: Capabilities
+) -> None:
+    """The spec picker's switch goes through the same check: refused, the old server stays."""
+    engine = launch_engine(
+        llama_binary,
+        caps,
+        gemma_model,
+        SpecConfig(types=("ngram-simple",)),
+        ctx_size=512,
+        extra_args=FAST,
+    )
+
+    async def switch() -> tuple[int | None, list[ServerStateEvent], int | None]:
+        try:
+            async for _ in engine.start():
+                pass
+            before = engine.info.pid
+            events = [
+                e
+                async for e in engine.switch_spec(SpecConfig(types=("ngram-mod", "draft-mtp")))
+                if isinstance(e, ServerStateEvent)
+            ]
+            return before, events, engine.info.pid
+        finally:
+            await engine.aclose()
+
+    before, events, after = asyncio.run(switch())
+    assert before is not None and after == before
+    assert [e.state for e in events] == [ServerState.FAILED]
+    assert events[0].refused
+    assert "'draft-mtp' cannot run here: no MTP layers in this GGUF" in events[0].detail
