@@ -123,7 +123,7 @@ class OverlappingEngine(ScriptedEngine):
                 drafted=drafted,
                 accepted=accepted,
                 ttft_ms=20.0,
-                total_ms=100.0,
+                total_ms=self.speeds.get(kind, 100.0),
                 tokens_per_second=60.0,
             )
             timings = {
@@ -497,3 +497,52 @@ async def test_a_concurrent_compare_runs_end_to_end_on_scripted_engines(
     assert doc.plan.concurrency == (1, 2) and setup.parallel == 2
     assert {r.level for r in doc.levels} == {1, 2}
     assert (tmp_path / "runs-levels.csv").read_text().startswith("config,metric,1 stream")
+
+
+# -- tune --concurrency N ----------------------------------------------------------------------
+
+
+async def test_tune_races_the_candidates_under_n_streams(tmp_path: Path) -> None:
+    from spectui.core.tune.runner import TuneFinished, TuneRunner, new_document
+
+    p = plan(("none", "ngram-simple", "ngram-mod"), ("a", "b"), reps=1)
+    p = ComparePlan(**{**dict(p), "concurrency": (2,)})
+    tune = new_document(document(p), budget_s=600.0, launch=["llama-server"], skipped=[], space=[])
+    engine = OverlappingEngine(speeds={"none": 100.0, "ngram-simple": 50.0, "ngram-mod": 150.0})
+
+    async def two_slots() -> int:
+        return 2
+
+    runner = TuneRunner(engine, tune, outputs=[tmp_path / "t.json"], slot_count=two_slots)
+    events = await _run_all(runner)  # type: ignore[arg-type]
+    final = events[-1]
+    assert isinstance(final, TuneFinished) and final.document.complete
+    compare = final.document.compare
+    assert engine.most_in_flight == 2
+    assert {r.level for r in compare.runs if not r.warmup} == {2}
+    rows = {(r.config, r.prompt): r for r in compare.summary}
+    # Per prompt, under two streams: each run paired with the baseline's same client and round
+    # (and rounds counted as rounds, not as paired runs).
+    assert rows[("ngram-simple", "a")].pairs == compare.plan.planned_rounds("ngram-simple")
+    assert rows[("ngram-simple", "a")].verdict == "keep"
+    assert final.document.winners["overall"] is not None
+    assert final.document.winners["overall"].config == "ngram-simple"
+
+
+async def test_tune_at_n_streams_measures_every_candidate(tmp_path: Path) -> None:
+    from spectui.core.tune.setup import launch_line
+
+    setup = _setup([]).with_slots((4,))
+    assert launch_line(setup)[-4:] == ["--ctx-size", "16384", "--parallel", "4"]
+
+
+@pytest.mark.parametrize("value", ["0", "a"])
+def test_tune_refuses_a_bad_concurrency_in_one_line(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["tune", "--concurrency", value])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code != 0 and err[-1].startswith(
+        "spectui tune: error: argument --concurrency"
+    )

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from spectui.app_setup import compare_setup
-from spectui.commands.common import REQUEST_FLAGS, add_generation_flags
+from spectui.commands.common import REQUEST_FLAGS, add_generation_flags, positive
 from spectui.commands.launch_options import add_launch_options
 from spectui.commands.results import ResultsOptions, resumed_setup
 from spectui.config import Settings, state_dir
@@ -85,6 +85,13 @@ def add_tune_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
         help="wall-clock budget, e.g. 10m (default), 90s, 1h; with --resume: the new total",
     )
     group.add_argument(
+        "--concurrency",
+        type=positive,
+        metavar="N",
+        help="rank and time the candidates under N client streams at once (closed loop), on "
+        "a server with N slots: your load, not one user's (default 1)",
+    )
+    group.add_argument(
         "--memory-budget",
         dest="memory_budget",
         metavar="SIZE|PCT",
@@ -119,12 +126,15 @@ class TuneOptions(ResultsOptions):
     """--grid: each type's main knobs around their defaults ('full', None), or each type once."""
     budget: float | None = None
     """--budget: wall-clock seconds (None: `DEFAULT_BUDGET_S`; with --resume: the new total)."""
+    concurrency: int | None = None
+    """--concurrency: client streams at once in every run (None: one)."""
 
 
 _PLAN_FLAGS = {
     "prompts": "--prompts",
     "types": "--types",
     "grid": "--grid",
+    "concurrency": "--concurrency",
     "memory_budget": "--memory-budget",
     **REQUEST_FLAGS,
     "ctx_size": "--ctx-size",
@@ -157,6 +167,8 @@ def _new(settings: Settings, options: TuneOptions) -> tuple[TuneDocument, Compar
 
     budget = resolve_budget(options.memory_budget)  # a bad one: before any start
     setup = compare_setup(settings)
+    if options.concurrency is not None and options.concurrency > 1:
+        setup = setup.with_slots((options.concurrency,))  # (a refusal: before any file)
     types_text = options.types
     types = [t.strip() for t in types_text.split(",") if t.strip()] if types_text else None
     document = new_tune(
@@ -170,6 +182,7 @@ def _new(settings: Settings, options: TuneOptions) -> tuple[TuneDocument, Compar
         draft_model=settings.draft_model,
         defaults_only=options.grid == "defaults",
         identical_answers=options.identical_answers,
+        concurrency=options.concurrency or 1,
     )
     return document, setup
 
@@ -182,6 +195,8 @@ def _resumed(
     document = load_tune(path)
     compare = document.compare
     setup = resumed_setup(settings, compare, path, compare_setup)
+    if compare.plan.concurrent:
+        setup = setup.with_slots(compare.plan.concurrency)
     if options.budget is not None:
         document = document.model_copy(update={"budget_s": options.budget})
     if options.identical_answers:
@@ -196,6 +211,7 @@ def _resumed(
 async def _tune(settings: Settings, args: argparse.Namespace) -> int:
     from spectui.commands.compare import divergence_prober
     from spectui.commands.tune_view import TuneView, print_final
+    from spectui.core.compare.setup import slot_counter
     from spectui.core.tune.export import to_markdown
     from spectui.core.tune.runner import TuneRunner
 
@@ -223,6 +239,7 @@ async def _tune(settings: Settings, args: argparse.Namespace) -> int:
         on_save=exports,
         trust_code=options.trust_code,
         probe=divergence_prober(engine),
+        slot_count=slot_counter(engine) if document.compare.plan.concurrent else None,
     )
     print(
         f"spectui: results in {outputs[0]} (to continue: spectui tune --resume {outputs[0]})",

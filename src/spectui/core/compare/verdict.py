@@ -260,7 +260,10 @@ def base_row(
         ttft_ratio_vs_baseline=None
         if is_baseline
         else _median([s for r, b in pairs if (s := _ratio(r.ttft_ms, b.ttft_ms)) is not None]),
-        pairs=0 if is_baseline else len(speedups),
+        # Rounds, not runs: under load a round pairs each client's runs, one round's worth.
+        pairs=0
+        if is_baseline
+        else len({r.round for r, b in pairs if _ratio(_throughput(r), _throughput(b))}),
         identical=len(compared) - len(differing),
         compared=len(compared),
         first_divergence=_first(divergent or differing),

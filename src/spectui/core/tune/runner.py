@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 import time
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal, Protocol, runtime_checkable
@@ -99,8 +99,11 @@ class TuneRunner:
         trust_code: bool = False,
         probe: Prober | None = None,
         clock: Callable[[], float] = time.monotonic,
+        slot_count: Callable[[], Awaitable[int | None]] | None = None,
     ) -> None:
+        """``slot_count``: reads the server's slots after each start (`CompareRunner`)."""
         self.engine = engine
+        self._slot_count = slot_count
         self.probe = probe
         """Explains changed answers (`compare.divergence`); without it they count as divergent."""
         self.document = document
@@ -209,6 +212,7 @@ class TuneRunner:
                 running=running,
                 new_session=first,
                 probe=self.probe,
+                slot_count=self._slot_count,
             )
             first = False
             events = runner.run()

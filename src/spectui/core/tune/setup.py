@@ -73,12 +73,14 @@ def space_configs(
 
 def launch_line(setup: CompareSetup) -> list[str]:
     """The shared part of every candidate's llama-server command line."""
+    slots = ["--parallel", str(setup.parallel)] if setup.parallel > 1 else []
     return [
         str(setup.binary.path),
         "-m",
         str(setup.model),
         "--ctx-size",
-        str(setup.server.ctx_size),
+        str(setup.server.ctx_size * setup.parallel),
+        *slots,
         *setup.server.extra_args,
     ]
 
@@ -96,19 +98,22 @@ def new_tune(
     defaults_only: bool = False,
     whatif: bool = True,
     identical_answers: bool = False,
+    concurrency: int = 1,
 ) -> TuneDocument:
     """A tune document for round 1: every candidate of the space, once per prompt (``whatif``:
     but those predicted from a longer draft of the same type and knobs, and those a drafter
     replica replays, `tune.replays`; ``identical_answers``:
     the strict answer rule, any changed answer drops a candidate; ``delivery``: None, the
-    defaults)."""
+    defaults; ``concurrency``: every run under that many client streams at once, on a server
+    with a slot per stream, ``setup.parallel``: then every candidate is measured, none
+    predicted or replayed, as one stream's replicas and step costs do not hold for a batch)."""
     facts = model_facts(setup.model, draft_model)
     candidates, skipped = build_space(setup.caps, help_text(setup.binary.path), facts, types)
     if defaults_only:
         # The first point of each type's grid is the type with every knob at its default.
         firsts = {c.type: c for c in reversed(candidates)}
         candidates = [c for c in candidates if firsts[c.type] is c]
-    if whatif:
+    if whatif and concurrency == 1:
         candidates = mark_predicted(candidates)
         if not (delivery and delivery.chat):  # a chat stream carries no token ids to replay
             candidates = mark_replayed(candidates)
@@ -139,6 +144,7 @@ def new_tune(
         memory_budget=budget,
         active=None if len(first) == len(kept) else (first,),
         identical_answers=identical_answers,
+        concurrency=(concurrency,),
     )
     compare = CompareDocument.new(
         plan, binary=setup.binary_info, model=setup.model_info, server=setup.server
