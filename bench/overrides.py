@@ -8,8 +8,9 @@ each is the ratio stock / override of medians taken in this run.
   `PACES`) through the real client code (`paced.PacedEngine`). Per frame: CPU of the
   compositor's `render_update` plus the escape sequences for a terminal (thread time), and the
   process's CPU over the run divided by the frames drawn.
-* strip-sparkline: a redraw of the accepted-per-step sparkline in place (new data, then every
-  line through the widget's `render_lines`, as a frame does), its own strips vs Textual's.
+* strip-sparkline: a redraw of the tokens/s sparkline in place (new data, then every line
+  through the widget's `render_lines`, as a frame does), its own strips vs Textual's. (The
+  wide layout shows the plot instead: the sparkline is shown beside it for the measurement.)
 * lean-plot: a redraw of the tokens/s plot in place (replot, then every line), `ansi_text` vs
   `Text.from_ansi`.
 
@@ -158,9 +159,11 @@ async def widget_redraws(rounds: int) -> dict[str, dict[str, list[float]]]:
         screen.action_run()
         await until(lambda: screen.running)
         await until(lambda: not screen.running)
+        spark = screen.query_one("#tps-spark", StripSparkline)
+        spark.display = True  # (hidden where the plot is shown)
+        await pilot.pause()
         screen.charts.replot()
         await pilot.pause()
-        spark = screen.query_one("#steps-spark", StripSparkline)
         plot = screen.query_one("#tps-plot", LeanPlotextPlot)
         assert spark.display and plot.display and spark.size.area and plot.size.area
         steps = list(spark.data or [1.0, 2.0])

@@ -50,7 +50,6 @@ from spectui.ui.themes import (
     load_theme,
     shipped_theme_dir,
 )
-from spectui.ui.widgets.charts import _thinned
 from spectui.ui.widgets.metrics import MetricsPane, RunColumn
 from spectui.ui.widgets.plot import ansi_text
 from spectui.ui.widgets.sparkline import bars
@@ -365,17 +364,6 @@ def test_initial_prompt_of_a_builtin() -> None:
     explicit = initial_prompt(Settings(n_predict=3000), two_lines)
     assert (explicit.key, explicit.request.n_predict) == ("two-lines", 3000)
     assert initial_prompt(settings, "Hello").key == "custom"
-
-
-def test_a_long_tokens_per_second_series_is_thinned_to_what_the_plot_can_show() -> None:
-    points = [(n * 0.25, float(n % 7)) for n in range(600)]
-    thinned = _thinned(points, 116)
-    assert len(thinned) <= 116
-    assert thinned[0][0] >= points[0][0] and thinned[-1][0] <= points[-1][0]
-    # Means of neighbours: the series' average is kept (within the last, shorter run's weight).
-    mean = sum(r for _, r in points) / len(points)
-    assert abs(sum(r for _, r in thinned) / len(thinned) - mean) < 0.1
-    assert _thinned(points[:50], 116) == points[:50]  # short series are plotted as they are
 
 
 @pytest.mark.parametrize("colour", [(120, 200, 80), "red", 208])

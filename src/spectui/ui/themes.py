@@ -38,8 +38,14 @@ SPEC_VARIABLES = (
     "spec-target",
     "spec-rejected",
     "spec-chart",
+    "spec-drafter-2",
+    "spec-drafter-2-background",
+    "spec-drafter-3",
+    "spec-drafter-3-background",
+    "spec-drafter-unknown",
 )
-"""App variables the token and chart styles read (see the widgets' DEFAULT_CSS)."""
+"""App variables the token and chart styles read (see the widgets' DEFAULT_CSS); the
+``spec-drafter-*`` ones tell a chain's drafters apart (`widgets.drafters`)."""
 
 THEME_SUFFIXES = (".toml", ".json")
 
@@ -182,4 +188,9 @@ def spec_variable_defaults(theme: Theme) -> dict[str, str]:
         "spec-target": colours["foreground"],
         "spec-rejected": colours["error"],
         "spec-chart": colours["success"],
+        "spec-drafter-2": colours["secondary"],
+        "spec-drafter-2-background": colours["secondary-muted"],
+        "spec-drafter-3": colours["accent"],
+        "spec-drafter-3-background": colours["accent-muted"],
+        "spec-drafter-unknown": colours["foreground-darken-2"],
     }

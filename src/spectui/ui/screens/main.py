@@ -403,6 +403,13 @@ class MainScreen(Screen[None]):
     def _show_state(self, event: ServerStateEvent) -> None:
         self.state = event.state
         self.server.show_state(event, self.engine.info, self._log_lines)
+        self._show_title()
+
+    def _show_title(self) -> None:
+        """The server's whole config in the app's title: the metrics columns wrap or shorten
+        it, screenshots and exports carry it whole."""
+        spec = self.engine.info.spec
+        self.app.title = f"spectui · {spec.label}" if spec else "spectui"
 
     def _log_lines(self) -> list[str]:
         try:

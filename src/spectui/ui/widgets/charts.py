@@ -1,109 +1,45 @@
 """Charts: tokens/s over time, accepted drafts per step, acceptance by draft position.
 
 Data arrives at up to 20 Hz but the charts redraw at most every `REDRAW_INTERVAL_S` (and once
-when a run ends): drawing a plot per token would cost more than the generation it shows. Series
-live in bounded deques. In a small terminal the tokens/s chart is a sparkline; from 120×36 up it
-is a plotext line plot (`plot.LeanPlotextPlot`); sparklines draw their own strips (`sparkline`).
+when a run ends): drawing a plot per token would cost more than the generation it shows. In a
+small terminal the tokens/s chart is a sparkline; from 120×36 up it is a plotext line plot
+(`plot.LeanPlotextPlot`); sparklines draw their own strips (`sparkline`), the bar charts theirs
+(`bars`).
 
-Tokens/s over time is counted from the tokens' own timestamps in fixed buckets of client time,
-not sampled from metrics snapshots: snapshots coalesce under load, tokens never do, so the chart
-is the same however the UI kept up (and a replayed run draws identically).
+Both time charts span the whole run at any length (`series`): a run of 300 tokens in 0.24 s
+fills the chart as a run of minutes does. Tokens/s is counted from the tokens' own timestamps,
+each column over the time it measured, not sampled from metrics snapshots: snapshots coalesce
+under load, tokens never do, so the chart is the same however the UI kept up (and a replayed run
+draws identically). Both are drawn on a scale from zero (a steady rate reads as steady, a 70 %
+run as 70 %), their titles giving the scale's top; the tokens/s title also the time it spans.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from time import monotonic
-from typing import ClassVar
 
-from rich.segment import Segment
-from rich.style import Style
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.color import Color
 from textual.containers import Horizontal, Vertical
-from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Label, Sparkline
 from textual_plotext import PlotextPlot
 
 from spectui.core.events import RunMetrics, StepEvent, TokenEvent
+from spectui.ui import format as fmt
+from spectui.ui.widgets.bars import PositionBars, StepBars
 from spectui.ui.widgets.plot import LeanPlotextPlot
+from spectui.ui.widgets.series import RateSeries, StepSeries
 from spectui.ui.widgets.sparkline import StripSparkline
 
-REDRAW_INTERVAL_S = 2.0
-"""Charts redraw at most every two seconds, and only when what they show changed: a frame with
-the three charts cost ~25 ms in a real terminal (plotext alone ~8 ms), at 1 Hz two fifths of
-what drawing a 50 tok/s run cost; a trend over tens of seconds reads the same at 0.5 Hz."""
+REDRAW_INTERVAL_S = 1.0
+"""Charts redraw at most once a second, and only when what they show changed: a frame with the
+three charts cost ~25 ms in a real terminal (plotext alone ~8 ms), and a trend over seconds
+reads the same at 1 Hz as at 20."""
 
-SERIES_LENGTH = 600
-"""Samples kept per series (older ones scroll off)."""
-
-BUCKET_S = 0.25
-"""Width of a tokens/s bucket, in seconds of the run's own clock."""
-
-BLOCKS = " ▁▂▃▄▅▆▇█"
-
-
-class PositionBars(Widget):
-    """Vertical bars, one per draft position, on a fixed 0–100% scale.
-
-    A fixed scale matters here: a sparkline's min–max scaling would make 90% vs 80% look like
-    full vs empty.
-    """
-
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"bars--bar", "bars--axis"}
-    DEFAULT_CSS = """
-    PositionBars { height: 1fr; }
-    PositionBars > .bars--bar { color: $spec-chart; }
-    PositionBars > .bars--axis { color: $text-muted; }
-    """
-
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.rates: list[float] = []
-        self._key: object = None
-        self._lines: list[Strip] = []
-
-    def cells(self, rates: list[float]) -> list[int]:
-        """The bars' heights in eighths of a cell, as drawn at the current size."""
-        height = max(1, self.size.height - 1)
-        return [round(rate * height * 8) for rate in rates]
-
-    def render_line(self, y: int) -> Strip:
-        # Strips built here, not a `Text` for Textual to lay out: that generic path made this
-        # small chart cost ~4 ms a redraw, as much as the rest of a token frame.
-        key = (tuple(self.rates), self.size, self.rich_style)
-        if key != self._key:
-            self._key, self._lines = key, self._build()
-        if y < len(self._lines):
-            return self._lines[y]
-        return Strip.blank(self.size.width, self.rich_style)
-
-    def _build(self) -> list[Strip]:
-        base = self.rich_style
-        bar = base + self.get_component_rich_style("bars--bar")
-        axis = base + self.get_component_rich_style("bars--axis")
-        width_all = self.size.width
-        if not self.rates:
-            return [_strip([Segment("no drafts yet", axis)], width_all, base)]
-        height = max(1, self.size.height - 1)
-        width = max(1, min(6, width_all // max(1, len(self.rates))))
-        rates = self.rates[: max(1, width_all // width)]
-        heights = self.cells(rates)
-        lines = []
-        for row in range(height, 0, -1):
-            cells = []
-            for bar_eighths in heights:
-                cell = BLOCKS[max(0, min(8, bar_eighths - (row - 1) * 8))]
-                cells.append((cell * (width - 1) or cell).ljust(width))
-            lines.append(_strip([Segment("".join(cells), bar)], width_all, base))
-        labels = "".join(str(position)[-1].ljust(width) for position in range(1, len(rates) + 1))
-        lines.append(_strip([Segment(labels, axis)], width_all, base))
-        return lines
-
-
-def _strip(segments: list[Segment], width: int, base: Style) -> Strip:
-    return Strip(segments).crop_extend(0, width, base)
+COLUMNS_BEFORE_LAYOUT = 24
+"""Columns a chart is given data for before it has a size (the first redraw, in a test)."""
 
 
 class ChartsPane(Horizontal):
@@ -121,6 +57,8 @@ class ChartsPane(Horizontal):
     ChartsPane .chart-title {
         color: $text-muted;
         text-style: italic;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
     }
     ChartsPane Sparkline { height: 1fr; }
     ChartsPane Sparkline > .sparkline--min-color { color: $spec-target; }
@@ -130,25 +68,28 @@ class ChartsPane(Horizontal):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.buckets: deque[list[int]] = deque(maxlen=SERIES_LENGTH)
-        """[bucket number, tokens whose timestamp falls in it]; gaps are filled with zeros."""
-        self.accepted_per_step: deque[int] = deque(maxlen=SERIES_LENGTH)
+        self.rates = RateSeries()
+        """Tokens over the run's time (each token's own timestamp)."""
+        self.steps = StepSeries()
+        """Accepted drafts per step over the run."""
         self.position_rates: list[float] = []
+        self.unsplit_steps = 0
+        """Steps whose accepted drafts cannot be placed by position (`RunMetrics.steps_unsplit`)."""
         self._last_replot = 0.0
-        self._plotted: list[tuple[float, float]] | None = None
-        """The tokens/s series the plot shows (None: not drawn yet)."""
+        self._plotted: tuple[list[tuple[float, float]], int] | None = None
+        """The tokens/s series the plot shows and its width (None: not drawn yet)."""
         self._dirty = False
 
     def compose(self) -> ComposeResult:
         with Vertical(id="chart-tps"):
-            yield Label("tokens/s", classes="chart-title")
+            yield Label("tokens/s", id="tps-title", classes="chart-title")
             yield StripSparkline([], id="tps-spark", classes="compact")
             yield LeanPlotextPlot(id="tps-plot", classes="full")
         with Vertical(id="chart-steps"):
-            yield Label("accepted per step", classes="chart-title")
-            yield StripSparkline([], id="steps-spark")
+            yield Label("accepted per step", id="steps-title", classes="chart-title")
+            yield StepBars(id="step-bars")
         with Vertical(id="chart-positions"):
-            yield Label("accept by position", classes="chart-title")
+            yield Label("accept by position", id="positions-title", classes="chart-title")
             yield PositionBars(id="position-bars")
 
     def on_mount(self) -> None:
@@ -160,39 +101,36 @@ class ChartsPane(Horizontal):
         plot.display = shown
         # Compared with what it last drew, not with whether it was hidden: a wide screen's CSS
         # can show the chart before this is called, and a run that has ended sends no more data.
-        if shown and self._plotted != self.tps:
+        if shown and self._plotted != self._plot_data(plot):
             self.replot()
 
     def reset(self) -> None:
-        self.buckets.clear()
-        self.accepted_per_step.clear()
+        self.rates.clear()
+        self.steps.clear()
         self.position_rates = []
+        self.unsplit_steps = 0
         self.replot()
 
     def add_steps(self, steps: tuple[StepEvent, ...]) -> None:
-        self.accepted_per_step.extend(step.accepted for step in steps)
+        for step in steps:
+            self.steps.add(step.drafted, step.accepted, step.steps, step.split_known)
         self._dirty = bool(steps) or self._dirty
 
     def add_tokens(self, tokens: tuple[TokenEvent, ...]) -> None:
+        add = self.rates.add
         for token in tokens:
-            number = int(token.t / BUCKET_S)
-            last = self.buckets[-1][0] if self.buckets else number
-            if self.buckets and number <= last:
-                self.buckets[-1][1] += 1  # same bucket (or a timestamp from the past: no reorder)
-                continue
-            self.buckets.extend([n, 0] for n in range(last + 1, number))  # a stall shows as zero
-            self.buckets.append([number, 1])
+            add(token.t)
         self._dirty = self._dirty or bool(tokens)
 
-    @property
-    def tps(self) -> list[tuple[float, float]]:
-        """(bucket midpoint in seconds, tokens/s) for every complete bucket."""
-        complete = list(self.buckets)[:-1]  # the newest bucket is still filling
-        return [((n + 0.5) * BUCKET_S, count / BUCKET_S) for n, count in complete]
+    def tps(self, columns: int = COLUMNS_BEFORE_LAYOUT) -> list[tuple[float, float]]:
+        """(client time in seconds, tokens/s) over the whole run, in at most ``columns``."""
+        return self.rates.rates(columns)
 
     def add_metrics(self, metrics: RunMetrics) -> None:
         if metrics.steps:
-            self.position_rates = [n / metrics.steps for n in metrics.accepted_per_position]
+            # Over the steps whose split by position is known; the others are counted apart.
+            self.position_rates = metrics.acceptance_by_position
+        self.unsplit_steps = metrics.steps_unsplit
         self._dirty = True
 
     def _tick(self) -> None:
@@ -215,17 +153,36 @@ class ChartsPane(Horizontal):
         with self.app.batch_update():
             # Each chart is redrawn only when its own data changed (and only where it is shown):
             # with no drafting, two of the three never change during a run.
-            tps = self.tps
-            _set_data(self.query_one("#tps-spark", Sparkline), [rate for _, rate in tps])
-            _set_data(self.query_one("#steps-spark", Sparkline), list(self.accepted_per_step))
+            spark = self.query_one("#tps-spark", Sparkline)
+            tps = [rate for _, rate in self.tps(_columns(spark))]
+            _set_data(spark, from_zero(tps, _columns(spark)))
+            self._set_title("#tps-title", _tps_title(tps, self.rates.span))
+            step_bars = self.query_one(StepBars)
+            step_bars.show(self.steps.columns(_columns(step_bars)), self.steps.top)
+            self._set_title("#steps-title", *_steps_titles(self.steps))
             bars = self.query_one(PositionBars)
             if bars.cells(bars.rates) != bars.cells(self.position_rates):
                 bars.refresh()  # (rates move a little with every step; the bars seldom do)
             bars.rates = self.position_rates
+            self._set_title("#positions-title", *_positions_titles(self.unsplit_steps))
             plot = self.query_one("#tps-plot", PlotextPlot)
-            if plot.display and tps != self._plotted:
-                self._plotted = tps
-                self._plot_tps(plot, tps)
+            if plot.display and (data := self._plot_data(plot)) != self._plotted:
+                self._plotted = data
+                self._plot_tps(plot, data[0])
+
+    def _plot_data(self, plot: PlotextPlot) -> tuple[list[tuple[float, float]], int]:
+        # Two points a cell: plotext draws braille-like quarter cells, and its cost grows with
+        # the points (600 of them: ~10 ms a redraw, 120: ~4 ms).
+        width = _columns(plot)
+        return self.tps(2 * width), width
+
+    def _set_title(self, selector: str, text: str, short: str | None = None) -> None:
+        """Title a chart with ``text``, or ``short`` where ``text`` does not fit."""
+        label = self.query_one(selector, Label)
+        if short is not None and cell_len(text) > label.size.width > 0:
+            text = short
+        if str(label.content) != text:
+            label.update(text)
 
     def _plot_tps(self, plot: PlotextPlot, tps: list[tuple[float, float]]) -> None:
         plt = plot.plt
@@ -233,21 +190,56 @@ class ChartsPane(Horizontal):
         plt.xlabel("s")
         if tps:
             colour = Color.parse(self.app.theme_variables.get("primary", "white")).rgb
-            points = _thinned(tps, 2 * max(1, plot.size.width))
-            plt.plot([t for t, _ in points], [r for _, r in points], color=colour)
-            plt.ylim(0, max(r for _, r in points) * 1.1 or 1)
+            plt.plot([t for t, _ in tps], [r for _, r in tps], color=colour)
+            plt.ylim(0, max(r for _, r in tps) * 1.1 or 1)
         plot.refresh()
 
 
-def _thinned(points: list[tuple[float, float]], most: int) -> list[tuple[float, float]]:
-    """At most ``most`` points, each the mean of a run of neighbours: a plot ``most`` / 2 cells
-    wide shows no more, and plotext's cost grows with the points (600 of them: ~10 ms a redraw,
-    120: ~4 ms)."""
-    if len(points) <= most:
-        return points
-    size = -(-len(points) // most)
-    runs = [points[i : i + size] for i in range(0, len(points), size)]
-    return [(sum(t for t, _ in run) / len(run), sum(r for _, r in run) / len(run)) for run in runs]
+def _columns(widget: Widget) -> int:
+    return widget.size.width or COLUMNS_BEFORE_LAYOUT
+
+
+def from_zero(values: list[float], width: int) -> list[float]:
+    """A sparkline's data that draws ``values`` one per column on a scale from zero.
+
+    Textual's sparkline scales from its lowest value to its highest (a steady 1,500 tok/s with
+    ±5 % would swing from empty to full) and summarises each bucket by its largest. ``width``
+    values (stretched when fewer) and a zero after them: ``width + 1`` values in ``width``
+    columns put the last two in the last bucket, whose largest is the last value; the zero
+    only moves the scale's floor.
+    """
+    if not values:
+        return []
+    count = len(values)
+    return [*(values[column * count // width] for column in range(width)), 0.0]
+
+
+def _tps_title(rates: list[float], span: float) -> str:
+    """The tokens/s chart's title: its scale, and the run's time it spans."""
+    if not rates:
+        return "tokens/s"
+    seconds = f"{span:.2f} s" if span < 10 else f"{span:.0f} s"
+    return f"tokens/s 0–{fmt.num(max(rates))} · {seconds}"
+
+
+def _steps_titles(steps: StepSeries) -> tuple[str, str]:
+    """The step chart's title, long and short: its scale, and the steps whose counts are not
+    known (the '?' the chart draws for them)."""
+    scale = f" 0–{steps.top}" if steps.top else ""
+    if not steps.unknown:
+        return f"accepted per step{scale}", f"accepted per step{scale}"
+    return (
+        f"accepted per step{scale} · {steps.unknown} unknown",
+        f"accepted/step{scale} · {steps.unknown}?",
+    )
+
+
+def _positions_titles(unsplit: int) -> tuple[str, str]:
+    """The position chart's title, long and short: the steps it leaves out, not knowing their
+    split by position."""
+    if not unsplit:
+        return "accept by position", "accept by position"
+    return f"accept by position · {unsplit} steps unknown", f"accept by position · {unsplit}?"
 
 
 def _set_data(sparkline: Sparkline, data: list[float]) -> None:

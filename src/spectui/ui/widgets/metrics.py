@@ -2,6 +2,12 @@
 
 Numbers come from the engine's `RunMetrics` snapshots and memory samples; nothing is computed
 from the wall clock here.
+
+Each column is headed by its run's whole config, wrapped to the column by one rule
+(`labels.wrap_label`: at the config's own seams, family prefixes shortened before anything is
+cut), in at most `HEADER_LINES` lines. The server bar above names the config in full.
+A run with more than one drafter (a chain) gets a row per drafter: acceptance, then accepted /
+drafted, labelled with the drafter's mark in its colour (`drafters`).
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from dataclasses import dataclass, replace
 from time import monotonic
 from typing import ClassVar, Self
 
-from rich.cells import cell_len, set_cell_size
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Region, Size
@@ -21,8 +27,11 @@ from textual.timer import Timer
 from textual.widget import Widget
 
 from spectui.core.compare.whatif import hint
-from spectui.core.events import MemoryEvent, RunMetrics, StepEvent, TokenEvent
+from spectui.core.events import DrafterStats, MemoryEvent, RunMetrics, StepEvent, TokenEvent
 from spectui.ui import format as fmt
+from spectui.ui.widgets.drafters import drafter_keys
+from spectui.ui.widgets.labels import fit, shorten, wrap_label
+from spectui.ui.widgets.token_looks import TOKEN_CLASSES, TOKEN_CSS
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +55,32 @@ class RunColumn:
         return replace(self, status=status)
 
 
-def _rows(
-    now: RunColumn | None, before: RunColumn | None, memory: MemoryEvent | None
-) -> list[tuple[str, str, str]]:
-    """(label, this run, previous run) rows; '' where a column does not apply."""
+Row = tuple[str, str, str, str | None]
+"""(label, this run, previous run, the drafter a per-drafter row is about)."""
+
+
+def _drafter_rows(now: RunColumn | None, before: RunColumn | None) -> list[Row]:
+    """A row per drafter when either run had more than one (a chain), else none."""
+    runs = [column.metrics.by_drafter if column else {} for column in (now, before)]
+    if all(len(by_drafter) < 2 for by_drafter in runs):
+        return []
+    names = list(dict.fromkeys([*runs[0], *runs[1]]))
+
+    def cell(by_drafter: dict[str, DrafterStats], name: str, column: RunColumn | None) -> str:
+        stats = by_drafter.get(name)
+        if column is None:
+            return ""
+        if stats is None:
+            return fmt.DASH
+        rate = stats.accepted / stats.drafted if stats.drafted else None
+        # The rate first: a narrow column cuts the counts, not the rate.
+        return f"{fmt.pct(rate)} {stats.accepted}/{stats.drafted}"
+
+    return [(name, cell(runs[0], name, now), cell(runs[1], name, before), name) for name in names]
+
+
+def _rows(now: RunColumn | None, before: RunColumn | None, memory: MemoryEvent | None) -> list[Row]:
+    """(label, this run, previous run, drafter) rows; '' where a column does not apply."""
     m = now.metrics if now else RunMetrics()
     p = before.metrics if before else None
 
@@ -57,7 +88,7 @@ def _rows(
         current = render(getattr(m, getter)) if now else fmt.DASH
         return current, (render(getattr(p, getter)) if p else "")
 
-    rows = [
+    head = [
         ("accept rate", *both("acceptance_rate", fmt.pct)),
         ("accept len", *both("mean_acceptance_length", lambda v: fmt.num(v, 2))),
         ("tok/s avg", *both("tokens_per_second", fmt.rate)),
@@ -70,6 +101,8 @@ def _rows(
         ("drafted", *both("drafted", fmt.num)),
         ("accepted", *both("accepted", fmt.num)),
         ("rejected", *both("rejected", fmt.num)),
+    ]  # fmt: skip
+    tail = [
         ("status", now.status if now else "no run yet", before.status if before else ""),
         ("prompt tok", *both("prompt_tokens", fmt.num)),
         ("prompt t/s", *both("prompt_tokens_per_second", fmt.rate)),
@@ -78,9 +111,10 @@ def _rows(
         ("peak RSS", *both("peak_rss_bytes", fmt.size)),
     ]  # fmt: skip
     if (memory and memory.gpu_bytes is not None) or m.peak_gpu_bytes is not None:
-        rows.append(("GPU", fmt.size(memory.gpu_bytes if memory else None), ""))
-        rows.append(("peak GPU", *both("peak_gpu_bytes", fmt.size)))
-    return rows
+        tail.append(("GPU", fmt.size(memory.gpu_bytes if memory else None), ""))
+        tail.append(("peak GPU", *both("peak_gpu_bytes", fmt.size)))
+    drafters = _drafter_rows(now, before)
+    return [(*row, None) for row in head] + drafters + [(*row, None) for row in tail]
 
 
 def _warnings(now: RunColumn | None, before: RunColumn | None) -> list[str]:
@@ -104,6 +138,10 @@ def _warning_lines(now: RunColumn | None, before: RunColumn | None, width: int) 
 
 LABEL_WIDTH = 11
 """Wide enough for every label below; at 80 columns the values get 12 characters each."""
+
+HEADER_LINES = 6
+"""The most lines a run's config takes at the head of its column (`wrap_label`): a chain of three
+types with its draft lengths in an 80-column terminal's 11-cell column takes five."""
 
 QUIET_REDRAW_S = 1.0
 """Numbers held back by the throttle are drawn after this long when no newer update comes."""
@@ -136,15 +174,24 @@ class MetricsPane(Widget):
         "metrics--previous",
         "metrics--heading",
         "metrics--warning",
+        *TOKEN_CLASSES,
     }
-    DEFAULT_CSS = """
+    DEFAULT_CSS = (
+        """
     MetricsPane { height: auto; }
     MetricsPane > .metrics--label { color: $text-muted; }
     MetricsPane > .metrics--now { color: $text; text-style: bold; }
     MetricsPane > .metrics--previous { color: $text-muted; }
     MetricsPane > .metrics--heading { color: $accent; text-style: bold underline; }
     MetricsPane > .metrics--warning { color: $warning; text-style: bold; }
+    MetricsPane {
+"""
+        + TOKEN_CSS
+        + """
+    }
     """
+    )
+    """(The token styles: a per-drafter row's label looks like that drafter's tokens.)"""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -182,7 +229,20 @@ class MetricsPane(Widget):
     def _line_count(self, width: int) -> int:
         warnings = _warning_lines(self.current, self.previous, width)
         extra = 1 if self.prediction else 0
-        return 1 + len(warnings) + len(_rows(self.current, self.previous, self.memory)) + extra
+        rows = len(_rows(self.current, self.previous, self.memory))
+        return len(self._heading(width)) + len(warnings) + rows + extra
+
+    def _heading(self, width: int) -> list[tuple[str, str]]:
+        """The heading's lines: each run's config, wrapped to its column."""
+        now_width, previous_width = value_widths(width)
+        current = self.current.spec_label if self.current else "this run"
+        before = self.previous.spec_label if self.previous else "previous"
+        current_lines = wrap_label(current, now_width, HEADER_LINES)
+        before_lines = wrap_label(before, previous_width, HEADER_LINES)
+        height = max(len(current_lines), len(before_lines))
+        current_lines += [""] * (height - len(current_lines))
+        before_lines += [""] * (height - len(before_lines))
+        return list(zip(current_lines, before_lines, strict=True))
 
     def update_metrics(self, metrics: RunMetrics) -> None:
         if self.current is not None:
@@ -282,31 +342,50 @@ class MetricsPane(Widget):
         base, label, now, previous = looks.base, looks.label, looks.now, looks.previous
         heading = looks.heading
         now_width, previous_width = value_widths(width)
-        current = self.current.spec_label if self.current else "this run"
-        before = self.previous.spec_label if self.previous else "previous"
-        # The heading row names the two runs; the space after a cell takes its column's style,
-        # as in a table.
+        # The heading names the two runs; the space after a cell takes its column's style, as
+        # in a table (and an empty cell of a taller heading is not underlined).
         lines = [
             [
-                Segment(_fit("", LABEL_WIDTH, right=False) + " ", label),
-                Segment(_fit(current, now_width, right=True), now + heading),
+                Segment(fit("", LABEL_WIDTH, right=False) + " ", label),
+                Segment(fit(current, now_width, right=True), now + heading if current else now),
                 Segment(" ", now),
-                Segment(_fit(before, previous_width, right=True), previous + heading),
+                Segment(
+                    fit(before, previous_width, right=True),
+                    previous + heading if before else previous,
+                ),
             ]
+            for current, before in self._heading(width)
         ]
         if warnings := _warning_lines(self.current, self.previous, width):
             lines.extend([Segment(line, looks.warning)] for line in warnings)
-        for name, this, then in _rows(self.current, self.previous, self.memory):
+        keys = drafter_keys(self.app)
+        for name, this, then, drafter in _rows(self.current, self.previous, self.memory):
+            if drafter is None:
+                first = [Segment(fit(name, LABEL_WIDTH, right=False) + " ", label)]
+            else:
+                style = base + self.get_component_rich_style(keys.style_class(drafter))
+                chip = _drafter_label(keys.mark(drafter), drafter)
+                pad = " " * (LABEL_WIDTH + 1 - cell_len(chip))
+                first = [Segment(chip, style), Segment(pad, label)]
             lines.append(
                 [
-                    Segment(_fit(name, LABEL_WIDTH, right=False) + " ", label),
-                    Segment(_fit(this, now_width, right=True) + " ", now),
-                    Segment(_fit(then, previous_width, right=True), previous),
+                    *first,
+                    Segment(fit(this, now_width, right=True) + " ", now),
+                    Segment(fit(then, previous_width, right=True), previous),
                 ]
             )
         if self.prediction:
-            lines.append([Segment(_fit(self.prediction, width, right=False), label)])
+            lines.append([Segment(fit(self.prediction, width, right=False), label)])
         return [Strip(segments).crop_extend(0, width, base) for segments in lines]
+
+
+def _drafter_label(mark: str, name: str) -> str:
+    """A per-drafter row's label: its mark and name, to fit the label column (shortened, then
+    cut), without padding."""
+    room = LABEL_WIDTH - cell_len(mark)
+    if cell_len(name) > room:
+        name = shorten(name)
+    return mark + (name if cell_len(name) <= room else fit(name, room, right=False))
 
 
 def value_widths(width: int) -> tuple[int, int]:
@@ -314,11 +393,3 @@ def value_widths(width: int) -> tuple[int, int]:
     separating spaces leave, the previous run's column taking the odd cell."""
     rest = max(0, width - LABEL_WIDTH - 2)
     return rest // 2, rest - rest // 2
-
-
-def _fit(value: str, width: int, *, right: bool) -> str:
-    """``value`` padded to ``width`` cells, or cut with an ellipsis."""
-    if cell_len(value) > width:
-        return set_cell_size(value, max(0, width - 1)) + "…" if width else ""
-    pad = " " * (width - cell_len(value))
-    return pad + value if right else value + pad

@@ -2,17 +2,17 @@
 
 Accepted drafts carry colour *and* underline (a background too, where the theme sets one), so
 they read in 16 colours, in monochrome and for colour-blind viewers. A target token that replaced
-rejected drafts is preceded by a marker with the count, e.g. ``✗²``.
+rejected drafts is preceded by a marker with the count, e.g. ``✗²``. In a run with more than one
+drafter (a chain), each drafter's accepted drafts have their own colour and a mark before each
+step's run of them (`drafters`), and the legend names the drafters.
 
 Memory stays bounded: only the last ``max_tokens`` tokens are kept and drawn; older ones are
-counted and summarised in one line at the top.
+counted and summarised in one line at the top (`token_model`); the styles and the legend are in
+`token_looks`.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.cells import cell_len
@@ -24,131 +24,20 @@ from textual.containers import Vertical
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widget import Widget
 
-from spectui.core.events import PromptProgressEvent, TokenEvent, TokenOrigin
-from spectui.ui.format import superscript
-
-MAX_TOKENS = 4000
-"""Tokens kept on screen; enough for any demo, small enough to re-wrap at 20 Hz."""
-
-REJECT_MARK = "✗"
-"""Drawn before a target token that replaced rejected drafts, followed by the count."""
+from spectui.core.events import PromptProgressEvent, TokenEvent
+from spectui.ui.widgets.drafters import drafter_keys
+from spectui.ui.widgets.token_looks import (
+    TOKEN_CLASSES,
+    TOKEN_CSS,
+    TokenLegend,
+    TokenStyles,
+    token_styles,
+)
+from spectui.ui.widgets.token_model import MAX_TOKENS, TokenLog
 
 SCROLL_STEPS = 4
 """Following a growing answer, the view scrolls by 1/SCROLL_STEPS of its height at a time."""
-
-
-@dataclass(frozen=True, slots=True)
-class ShownToken:
-    """What the pane keeps of a token."""
-
-    text: str
-    origin: TokenOrigin
-    rejected_before: int = 0
-
-
-class TokenLog:
-    """The pane's model: the last ``max_tokens`` tokens plus counts over the whole run."""
-
-    def __init__(self, max_tokens: int = MAX_TOKENS) -> None:
-        self.max_tokens = max_tokens
-        self.tokens: deque[ShownToken] = deque()
-        self.dropped = 0
-        """Tokens no longer kept (the oldest ones)."""
-        self.draft_count = 0
-        self.target_count = 0
-        self.rejection_marks = 0
-
-    def clear(self) -> None:
-        """Forget everything (a new run starts)."""
-        self.tokens.clear()
-        self.dropped = self.draft_count = self.target_count = self.rejection_marks = 0
-
-    def extend(self, events: Iterable[TokenEvent]) -> bool:
-        """Append tokens; True when old ones had to be dropped (the view must redraw)."""
-        for event in events:
-            token = ShownToken(event.text, event.origin, event.rejected_before)
-            self.tokens.append(token)
-            if event.origin is TokenOrigin.DRAFT:
-                self.draft_count += 1
-            else:
-                self.target_count += 1
-            if event.rejected_before:
-                self.rejection_marks += 1
-        overflow = len(self.tokens) - self.max_tokens
-        if overflow <= 0:
-            return False
-        # Drop half the cap more than needed so the full re-wrap this forces happens rarely:
-        # its cost per streamed token is (tokens kept) / (tokens dropped), 1 instead of 3.
-        overflow = min(len(self.tokens), overflow + self.max_tokens // 2)
-        for _ in range(overflow):
-            self.tokens.popleft()
-        self.dropped += overflow
-        return True
-
-
-class TokenStyles:
-    """Rich styles for the three token classes, read from the widget's component classes."""
-
-    def __init__(self, draft: Style, target: Style, rejected: Style) -> None:
-        self.draft = draft
-        self.target = target
-        self.rejected = rejected
-
-    def append(self, text: Text, token: ShownToken) -> None:
-        """Append one token to ``text``."""
-        if token.rejected_before:
-            text.append(REJECT_MARK + superscript(token.rejected_before), self.rejected)
-        style = self.draft if token.origin is TokenOrigin.DRAFT else self.target
-        text.append(token.text, style)
-
-
-TOKEN_CLASSES = {"token--draft", "token--target", "token--rejected"}
-"""Component classes that carry the token styles (`TOKEN_CSS`)."""
-
-TOKEN_CSS = """
-    & > .token--draft {
-        color: $spec-accepted;
-        background: $spec-accepted-background;
-        text-style: underline;
-    }
-    & > .token--target { color: $spec-target; }
-    & > .token--rejected { color: $spec-rejected; text-style: bold; }
-"""
-"""The token styles, nested in the view's and the legend's rules: colour plus a second cue, so
-they read in monochrome and 16 colours (theme variables only: themes live in spectui/themes/)."""
-
-
-def token_styles(widget: Widget) -> TokenStyles:
-    """The token styles as the widget's component classes define them in the current theme."""
-    return TokenStyles(
-        widget.get_component_rich_style("token--draft"),
-        widget.get_component_rich_style("token--target"),
-        widget.get_component_rich_style("token--rejected"),
-    )
-
-
-class TokenLegend(Widget):
-    """One line explaining the styles, drawn with the very styles it explains."""
-
-    COMPONENT_CLASSES: ClassVar[set[str]] = TOKEN_CLASSES
-    DEFAULT_CSS = f"""
-    TokenLegend {{
-        height: 1;
-        color: $text-muted;
-        {TOKEN_CSS}
-    }}
-    """
-
-    def render(self) -> Text:
-        styles = token_styles(self)
-        text = Text(no_wrap=True, overflow="ellipsis")
-        text.append("accepted draft", styles.draft)
-        text.append("  target", styles.target)
-        text.append("  " + REJECT_MARK + "ⁿ", styles.rejected)
-        text.append(" n rejected")
-        return text
 
 
 class WrappedLines:
@@ -206,7 +95,7 @@ class TokenView(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.model = TokenLog()
+        self.model = TokenLog(MAX_TOKENS)
         """What is shown: the tokens kept, and counts over the whole run."""
         self.placeholder = ""
         """Shown while there is no token yet (e.g. 'waiting for the first token…')."""
@@ -247,6 +136,7 @@ class TokenView(ScrollView, can_focus=True):
         elif not self.model.tokens:
             wrapped.append(Text(self.placeholder, style="italic"))
         styles = self.styles_now
+        styles.keys = drafter_keys(self.app) if self.model.chain else None
         text = Text()
         for token in self.model.tokens:
             styles.append(text, token)
@@ -411,7 +301,8 @@ class AnswerPane(Vertical):
 
     def compose(self) -> ComposeResult:
         self._view = TokenView(id="tokens")  # (kept: every batch reaches it; a query walks the DOM)
-        yield TokenLegend(id="legend")
+        self._legend = TokenLegend(id="legend")
+        yield self._legend
         yield self._view
 
     @property
@@ -425,6 +316,7 @@ class AnswerPane(Vertical):
         view = self.view
         view.placeholder = "waiting for the first token…"
         view.clear()
+        self._legend.show((), unknown=False)
 
     def progress(self, event: PromptProgressEvent) -> None:
         cached = f", {event.cached} cached" if event.cached else ""
@@ -434,7 +326,10 @@ class AnswerPane(Vertical):
         if events:
             if self.border_subtitle != "generating":  # setting it repaints the whole pane
                 self.border_subtitle = "generating"
-            self.view.add(events)
+            view = self.view
+            view.add(events)
+            model = view.model
+            self._legend.show(tuple(model.drafters) if model.chain else (), model.unknown_count > 0)
 
     def finish(self, status: str) -> None:
         self.border_subtitle = status

@@ -1,0 +1,157 @@
+"""Bar charts on a fixed scale: acceptance by draft position, accepted drafts per step.
+
+A fixed scale matters for both: a sparkline's min–max scaling would make 90 % against 80 % look
+like full against empty, and a run whose every step accepted its whole draft look empty. Both
+draw their cells straight into strips (a `Text` laid out by Textual cost ~4 ms a redraw, as much
+as the rest of a token frame) and keep them until the data, the size or the styles change.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.strip import Strip
+from textual.widget import Widget
+
+from spectui.ui.widgets.series import StepColumn
+
+BLOCKS = " ▁▂▃▄▅▆▇█"
+
+UNKNOWN_GLYPH = "?"
+"""Drawn at the foot of a column whose steps' accepted counts are all unknown."""
+
+
+def _strip(segments: list[Segment], width: int, base: Style) -> Strip:
+    return Strip(segments).crop_extend(0, width, base)
+
+
+def _column_rows(eighths: list[int], height: int, cell: int, gap: bool) -> list[list[str]]:
+    """Each row's cells (top row first) for columns ``eighths`` high and ``cell`` wide, the last
+    cell of each blank when ``gap`` (and the column wider than one cell)."""
+    filled = cell - 1 if gap and cell > 1 else cell
+    rows = []
+    for row in range(height, 0, -1):
+        cells = []
+        for bar in eighths:
+            glyph = BLOCKS[max(0, min(8, bar - (row - 1) * 8))]
+            cells.append((glyph * filled).ljust(cell))
+        rows.append(cells)
+    return rows
+
+
+class PositionBars(Widget):
+    """Vertical bars, one per draft position, on a fixed 0–100% scale."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"bars--bar", "bars--axis"}
+    DEFAULT_CSS = """
+    PositionBars { height: 1fr; }
+    PositionBars > .bars--bar { color: $spec-chart; }
+    PositionBars > .bars--axis { color: $text-muted; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.rates: list[float] = []
+        self._key: object = None
+        self._lines: list[Strip] = []
+
+    def cells(self, rates: list[float]) -> list[int]:
+        """The bars' heights in eighths of a cell, as drawn at the current size."""
+        height = max(1, self.size.height - 1)
+        return [round(rate * height * 8) for rate in rates]
+
+    def render_line(self, y: int) -> Strip:
+        key = (tuple(self.rates), self.size, self.rich_style)
+        if key != self._key:
+            self._key, self._lines = key, self._build()
+        if y < len(self._lines):
+            return self._lines[y]
+        return Strip.blank(self.size.width, self.rich_style)
+
+    def _build(self) -> list[Strip]:
+        base = self.rich_style
+        bar = base + self.get_component_rich_style("bars--bar")
+        axis = base + self.get_component_rich_style("bars--axis")
+        width_all = self.size.width
+        if not self.rates:
+            return [_strip([Segment("no drafts yet", axis)], width_all, base)]
+        height = max(1, self.size.height - 1)
+        width = max(1, min(6, width_all // max(1, len(self.rates))))
+        rates = self.rates[: max(1, width_all // width)]
+        rows = _column_rows(self.cells(rates), height, width, gap=True)
+        lines = [_strip([Segment("".join(cells), bar)], width_all, base) for cells in rows]
+        labels = "".join(str(position)[-1].ljust(width) for position in range(1, len(rates) + 1))
+        lines.append(_strip([Segment(labels, axis)], width_all, base))
+        return lines
+
+
+class StepBars(Widget):
+    """Accepted drafts per step over the whole run, from 0 to the longest draft.
+
+    One column per step while the steps fit, else per group of consecutive steps, as high as
+    their mean (`series.StepSeries`): a 70 % run reads as 70 %. A column with steps whose count
+    is not known is drawn in the ``bars--unknown`` style, as high as its known steps' mean, or
+    as a ``?`` when none is known: never guessed, never dropped.
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"bars--bar", "bars--axis", "bars--unknown"}
+    DEFAULT_CSS = """
+    StepBars { height: 1fr; }
+    StepBars > .bars--bar { color: $spec-chart; }
+    StepBars > .bars--axis { color: $text-muted; }
+    StepBars > .bars--unknown { color: $spec-drafter-unknown; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.columns: tuple[StepColumn, ...] = ()
+        self.top = 0
+        """The scale's top: the longest draft of the run."""
+        self._key: object = None
+        self._lines: list[Strip] = []
+
+    def show(self, columns: list[StepColumn], top: int) -> None:
+        """New data; redrawn only when it changed."""
+        if tuple(columns) != self.columns or top != self.top:
+            self.columns, self.top = tuple(columns), top
+            self.refresh()
+
+    def eighths(self) -> list[int]:
+        """The columns' heights in eighths of a cell, as drawn at the current size."""
+        height, top = max(1, self.size.height), max(1, self.top)
+        return [
+            0 if column.mean is None else round(column.mean / top * height * 8)
+            for column in self.columns
+        ]
+
+    def render_line(self, y: int) -> Strip:
+        key = (self.columns, self.top, self.size, self.rich_style)
+        if key != self._key:
+            self._key, self._lines = key, self._build()
+        if y < len(self._lines):
+            return self._lines[y]
+        return Strip.blank(self.size.width, self.rich_style)
+
+    def _build(self) -> list[Strip]:
+        base = self.rich_style
+        width = self.size.width
+        if not self.columns:
+            axis = base + self.get_component_rich_style("bars--axis")
+            return [_strip([Segment("no steps yet", axis)], width, base)]
+        bar = base + self.get_component_rich_style("bars--bar")
+        unknown = base + self.get_component_rich_style("bars--unknown")
+        height = max(1, self.size.height)
+        cell = max(1, width // len(self.columns))
+        rows = _column_rows(self.eighths(), height, cell, gap=cell >= 3)
+        looks = [unknown if column.unknown else bar for column in self.columns]
+        foot = rows[-1]
+        for index, column in enumerate(self.columns):
+            if column.mean is None:  # (nothing known about these steps: say so)
+                foot[index] = (UNKNOWN_GLYPH * min(cell, 2)).ljust(cell)
+        lines = []
+        for cells in rows:
+            segments = [Segment(text, look) for text, look in zip(cells, looks, strict=True)]
+            lines.append(_strip(segments, width, base))
+        return lines
