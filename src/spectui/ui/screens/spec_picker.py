@@ -61,6 +61,8 @@ class SpecPickerScreen(AnswerOnce[SpecConfig | None]):
         }
         & #draft-model-row, & #draft-n-row, & #synth-row { height: auto; }
         & #chain { color: $accent; }
+        /* A reason is one line of text, often longer than the dialog is wide: wrap it. */
+        & #type-help, & #hint { width: 100%; }
         & #draft-n-row Input, & #synth-row Input {
             width: 8;
             margin-right: 2;
@@ -199,7 +201,9 @@ class SpecPickerScreen(AnswerOnce[SpecConfig | None]):
         elif chosen:
             note = describe_type(chosen)
         self.query_one("#type-help", Label).update(note)
-        self.query_one("#chain", Label).update(self._chain_text())
+        chain = self.query_one("#chain", Label)
+        chain.update(self._chain_text())
+        chain.display = bool(self.chain)  # no line taken until a chain is being built
         speculating = bool(types) and types != ("none",)
         self.query_one("#draft-n-row").display = speculating
         self.query_one("#synth-row").display = self.synthetic and speculating
