@@ -129,6 +129,12 @@ def _truth(points: list[Point]) -> list[str]:
     return [p.truth for p in points if p.truth is not None]
 
 
+def test_the_engine_and_the_events_say_unknown_alike() -> None:
+    from spectui.core.events import UNKNOWN_DRAFTER
+
+    assert UNKNOWN == UNKNOWN_DRAFTER  # (core.drafters imports nothing of spectui's)
+
+
 def test_the_server_tries_ngram_types_first_whatever_the_flag_says() -> None:
     assert drafting_types(["draft-mtp", "none", "ngram-mod", "ngram-simple"]) == (
         "ngram-simple",
