@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from spectui.cli import main
 from spectui.commands import compare as compare_command
 from spectui.config import Settings
-from spectui.core.compare.export import CSV_FIELDS, level_table, levels_csv, to_csv, to_markdown
+from spectui.core.compare.export import CSV_FIELDS, to_csv, to_markdown
+from spectui.core.compare.level_export import level_table, levels_csv
 from spectui.core.compare.levels import (
     LevelRow,
     block_aggregate,

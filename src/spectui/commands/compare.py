@@ -316,7 +316,8 @@ class _Exports:
         self.markdown_path = markdown_path
 
     def write(self, document: CompareDocument) -> None:
-        from spectui.core.compare.export import levels_csv, to_csv, to_markdown
+        from spectui.core.compare.export import to_csv, to_markdown
+        from spectui.core.compare.level_export import levels_csv
         from spectui.core.compare.store import write_atomic
 
         if self.csv_path is not None:

@@ -41,9 +41,9 @@ def level_table(document: CompareDocument) -> RenderableType | None:
     from rich.table import Table
     from rich.text import Text
 
-    from spectui.core.compare import export
+    from spectui.core.compare import level_export
 
-    headers, rows = export.level_table(document)
+    headers, rows = level_export.level_table(document)
     if not rows:
         return None
     table = Table(title="concurrency", title_justify="left", expand=False)

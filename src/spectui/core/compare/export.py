@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import io
 
-from spectui.core.compare.levels import LevelRow, level_name
 from spectui.core.compare.models import RunRecord, round_name
 from spectui.core.compare.store import CompareDocument
 from spectui.core.compare.verdict import SummaryRow
@@ -160,66 +159,6 @@ def summary_rows(document: CompareDocument) -> list[tuple[SummaryRow, list[str]]
     return rows
 
 
-LEVEL_METRICS = (
-    "aggregate tok/s",
-    "request tok/s",
-    "TTFT p50/p95 ms",
-    "latency p50/p95 ms",
-    "acceptance",
-    "waited for a slot",
-    "speedup",
-    "verdict",
-)
-"""The rows of each config in the concurrency table (one column per level)."""
-
-
-def _level_cells(row: LevelRow) -> list[str]:
-    """`LEVEL_METRICS`' cells for one config at one level."""
-    p50_p95 = "{} / {}".format
-    return [
-        fmt_range(row.aggregate_tokens_per_second, row.aggregate_min, row.aggregate_max),
-        fmt_number(row.request_tokens_per_second),
-        p50_p95(fmt_number(row.ttft_p50_ms, 0), fmt_number(row.ttft_p95_ms, 0)),
-        p50_p95(fmt_number(row.latency_p50_ms, 0), fmt_number(row.latency_p95_ms, 0)),
-        "–" if row.acceptance is None else f"{row.acceptance:.0%}",
-        f"{row.waited}/{row.requests}",
-        fmt_speedup(row),
-        row.verdict,
-    ]
-
-
-def level_table(document: CompareDocument) -> tuple[list[str], list[list[str]]]:
-    """The concurrency table: headers (config, metric, one column per level) and rows (per
-    config, one per `LEVEL_METRICS`); no rows when the plan runs level 1 only."""
-    levels = document.plan.concurrency
-    headers = ["config", "metric", *(level_name(level) for level in levels)]
-    cells = {(r.config, r.level): _level_cells(r) for r in document.levels}
-    rows: list[list[str]] = []
-    if not document.levels:
-        return headers, rows
-    for config in document.plan.configs:
-        for index, metric in enumerate(LEVEL_METRICS):
-            if config.is_baseline and metric == "speedup":
-                continue
-            values = [cells[(config.name, lv)][index] if (config.name, lv) in cells else "–"
-                      for lv in levels]  # fmt: skip
-            rows.append([config.label if index == 0 else "", metric, *values])
-    return headers, rows
-
-
-def levels_csv(document: CompareDocument) -> str:
-    """The concurrency table as CSV (a column per level; the config named on every row)."""
-    headers, rows = level_table(document)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(headers)
-    config = ""
-    for row in rows:
-        config = row[0] or config
-        writer.writerow([config, *row[1:]])
-    return out.getvalue()
-
-
 # -- CSV ---------------------------------------------------------------------------------------
 
 
@@ -247,7 +186,8 @@ def to_csv(document: CompareDocument) -> str:
 # -- Markdown ----------------------------------------------------------------------------------
 
 
-def _cell(text: str) -> str:
+def cell(text: str) -> str:
+    """A Markdown table cell: pipes escaped, on one line."""
     return text.replace("|", "\\|").replace("\n", " ")
 
 
@@ -323,7 +263,7 @@ def to_markdown(document: CompareDocument) -> str:
     lines = _header(document)
     lines += ["## Configs", "", "| config | llama-server args |", "|---|---|"]
     for config in document.plan.configs:
-        lines.append(f"| {_cell(config.label)} | `{_cell(' '.join(config.args))}` |")
+        lines.append(f"| {cell(config.label)} | `{cell(' '.join(config.args))}` |")
     lines += [
         "",
         "## Summary (median over rounds, min–max in brackets)",
@@ -350,13 +290,16 @@ def to_markdown(document: CompareDocument) -> str:
             fmt_memory(row),
             f"**{row.verdict}**",
         ]
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+        lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
     lines += ["", "## Verdicts", ""]
     for row in document.summary:
         if row.verdict != "baseline":
             label = labels.get(row.config, row.config)
             lines.append(f"- **{label}** on `{row.prompt}`: {row.verdict} — {row.reason}")
-    lines += _levels_markdown(document)
+    # (level_export formats its cells with this module's: imported here, not at the top.)
+    from spectui.core.compare.level_export import levels_markdown
+
+    lines += levels_markdown(document)
     differing = [r for r in document.runs if r.identical_to_baseline is False]
     if differing:
         lines += ["", "## Answers that differ from the baseline", ""]
@@ -379,30 +322,3 @@ def to_markdown(document: CompareDocument) -> str:
             label = labels.get(r.config, r.config)
             lines.append(f"- {label}, `{r.prompt}`, {round_name(r)}: {r.error}")
     return "\n".join(lines) + "\n"
-
-
-def _levels_markdown(document: CompareDocument) -> list[str]:
-    """The concurrency section: a column per level, then each config's one-sentence verdict."""
-    headers, rows = level_table(document)
-    if not rows:
-        return []
-    levels = ", ".join(str(level) for level in document.plan.concurrency)
-    lines = [
-        "",
-        f"## Concurrency ({levels} streams at once)",
-        "",
-        "Aggregate tok/s: the tokens the server generated (its own timings) over the time at "
-        "least one request of the block was in flight; the speedup pairs it with the "
-        "baseline's at the same level in the same round, against that level's own noise "
-        "floor. TTFT and latency percentiles are over every request of the level (nearest "
-        "rank); 'waited for a slot': requests sent while every server slot was busy.",
-        "",
-        "| " + " | ".join(headers) + " |",
-        "|" + "---|" * len(headers),
-    ]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    labels = {c.name: c.label for c in document.plan.configs}
-    lines += [""] + [
-        f"- **{labels.get(v.config, v.config)}**: {v.sentence}" for v in document.level_verdicts
-    ]
-    return lines

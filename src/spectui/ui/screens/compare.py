@@ -27,7 +27,8 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Label, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
-from spectui.core.compare.export import SUMMARY_COLUMNS, level_table, summary_rows
+from spectui.core.compare.export import SUMMARY_COLUMNS, summary_rows
+from spectui.core.compare.level_export import level_table
 from spectui.core.compare.models import RunRecord
 from spectui.core.compare.progress import (
     CompareEvent,
