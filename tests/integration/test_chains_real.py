@@ -42,6 +42,10 @@ NGRAM_MOD = (
     "--spec-ngram-mod-n-match", "3", "--spec-ngram-mod-n-max", "8", "--spec-ngram-mod-n-min", "1",
 )  # fmt: skip
 """Short keys, so the n-gram member drafts within one cycle of 24 words."""
+NGRAM_MAP = {
+    kind: (f"--spec-{kind}-size-n", "3", f"--spec-{kind}-size-m", "8")
+    for kind in ("ngram-map-k", "ngram-map-k4v")
+}
 
 _CALLED = re.compile(r"called impl (\S+), hist size = (\d+), call_count = \d+, gen = (\d+)")
 _STATS = re.compile(
@@ -147,12 +151,23 @@ def test_stream_names_every_step_of_a_chain(
             assert token["drafter"] is None
 
 
+@pytest.mark.parametrize(
+    ("member", "flags"),
+    [("ngram-mod", NGRAM_MOD), *NGRAM_MAP.items()],
+    ids=["ngram-mod", "ngram-map-k", "ngram-map-k4v"],
+)
 def test_engine_names_a_stateful_member_across_requests(
-    tiny_models: TinyModels, llama_binary: Path, caps: Capabilities, tmp_path: Path
+    member: str,
+    flags: tuple[str, ...],
+    tiny_models: TinyModels,
+    llama_binary: Path,
+    caps: Capabilities,
+    tmp_path: Path,
 ) -> None:
-    """The live engine on a server it started: ngram-mod's pool outlives a request, so the
-    second request's steps are named from what the first left in it."""
-    spec = SpecConfig(types=("ngram-mod", "draft-mtp"), draft_n_max=2, extra_args=NGRAM_MOD)
+    """The live engine on a server it started: a stateful member's state outlives a request
+    (ngram-mod's pool; the ngram-map types' keys, per slot), so the second request's steps are
+    named from what the first left in it."""
+    spec = SpecConfig(types=(member, "draft-mtp"), draft_n_max=2, extra_args=flags)
     log_path = tmp_path / "server.log"
     engine = launch_engine(
         llama_binary,
@@ -195,10 +210,11 @@ def test_engine_names_a_stateful_member_across_requests(
     flat = [s.model_dump() for run in steps for s in run]
     assert [s["drafter"] for s in flat] == [c[0] for c in called]
     assert "unknown" not in {s["drafter"] for s in flat}
-    assert {s["drafter"] for s in flat} == {"ngram-mod", "draft-mtp"}
-    # The second request starts with ngram-mod's pool from the first: its first step is
-    # ngram-mod's, which a fresh start could not draft.
-    assert steps[1][0].drafter == "ngram-mod"
+    assert {s["drafter"] for s in flat} == {member, "draft-mtp"}
+    if member == "ngram-mod":
+        # The second request starts with ngram-mod's pool from the first: its first step is
+        # ngram-mod's, which a fresh start could not draft.
+        assert steps[1][0].drafter == "ngram-mod"
     for i, summary in enumerate(summaries):
         m = summary.metrics
         assert (m.drafted, m.accepted, m.steps) == tuple(deltas[3 * i : 3 * i + 3])
