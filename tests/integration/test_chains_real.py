@@ -221,3 +221,33 @@ def test_engine_names_a_stateful_member_across_requests(
         shares = m.by_drafter.values()
         sums = [sum(getattr(s, k) for s in shares) for k in ("drafted", "accepted", "steps")]
         assert sums == [m.drafted, m.accepted, m.steps]
+
+
+def test_a_stateful_member_on_a_server_spectui_did_not_start_is_unknown(
+    tiny_models: TinyModels, llama_binary: Path
+) -> None:
+    """ngram-mod's pool holds what every earlier request left, which spectui did not see:
+    whether it drafted at a step cannot be known, so no step is named, not even the model's."""
+    with outside_server(
+        llama_binary,
+        tiny_models.mtp("full"),
+        "--spec-type", "ngram-mod,draft-mtp",
+        "--spec-draft-n-max", "2",
+        *NGRAM_MOD,
+    ) as (url, _pid):  # fmt: skip
+        wait_healthy(url, give_up_s=60)
+        result = spectui(
+            "stream", "--url", url, "--prompt", PROMPT, "--n-predict", "40",
+            "--temperature", "0", "--format", "jsonl",
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    steps = [r for r in records if r["type"] == "step"]
+    summary = records[-1]
+    assert steps and {s["drafter"] for s in steps} == {"unknown"}
+    share = summary["by_drafter"]["unknown"]
+    assert (share["drafted"], share["accepted"], share["steps"]) == (
+        summary["drafted"],
+        summary["accepted"],
+        summary["steps"],
+    )
