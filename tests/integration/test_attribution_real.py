@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -39,7 +40,7 @@ async def started(settings: Settings) -> LiveEngine:
 async def engine_for(gemma_model: Path) -> AsyncIterator[object]:
     engines: list[LiveEngine] = []
 
-    async def make(spec_type: str, **settings: object) -> LiveEngine:
+    async def make(spec_type: str, **settings: Any) -> LiveEngine:  # Settings fields
         engine = await started(Settings(model=gemma_model, spec_type=spec_type, **settings))
         engines.append(engine)
         return engine
@@ -64,7 +65,7 @@ CODE = builtin_prompt("code-edit")
 
 
 @pytest.mark.parametrize("spec_type", ["ngram-simple", "ngram-mod"])
-async def test_steps_and_histogram_equal_server_metrics(engine_for, spec_type: str) -> None:  # type: ignore[no-untyped-def]
+async def test_steps_and_histogram_equal_server_metrics(engine_for, spec_type: str) -> None:
     extra = {"server_args": ["--spec-ngram-mod-n-min", "4", "--spec-ngram-mod-n-match", "8"]}
     engine = await engine_for(spec_type, **(extra if spec_type == "ngram-mod" else {}))
     events = await run_all(engine, GenerationRequest(prompt=CODE.text, n_predict=160))
@@ -83,7 +84,7 @@ async def test_steps_and_histogram_equal_server_metrics(engine_for, spec_type: s
     assert "".join(t.text for t in tokens) == summary.text
 
 
-async def test_none_drafts_nothing(engine_for) -> None:  # type: ignore[no-untyped-def]
+async def test_none_drafts_nothing(engine_for) -> None:
     engine = await engine_for("none")
     events = await run_all(engine, GenerationRequest(prompt=CODE.text, n_predict=60))
     summary = summary_of(events)
@@ -92,7 +93,7 @@ async def test_none_drafts_nothing(engine_for) -> None:  # type: ignore[no-untyp
     assert all(e.origin is TokenOrigin.TARGET for e in events if isinstance(e, TokenEvent))
 
 
-async def test_self_draft_accepts_everything(engine_for, gemma_model: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_self_draft_accepts_everything(engine_for, gemma_model: Path) -> None:
     engine = await engine_for("draft-simple", draft_model=gemma_model, draft_n_max=4)
     prompt = "Write the numbers from 1 to 30 separated by commas:"
     summary = summary_of(await run_all(engine, GenerationRequest(prompt=prompt, n_predict=60)))
@@ -100,7 +101,7 @@ async def test_self_draft_accepts_everything(engine_for, gemma_model: Path) -> N
     assert summary.metrics.accepted == summary.metrics.drafted
 
 
-async def test_client_rate_agrees_with_server(engine_for) -> None:  # type: ignore[no-untyped-def]
+async def test_client_rate_agrees_with_server(engine_for) -> None:
     engine = await engine_for("none")
     events = await run_all(engine, GenerationRequest(prompt=CODE.text, n_predict=120))
     summary = summary_of(events)
@@ -113,7 +114,7 @@ async def test_client_rate_agrees_with_server(engine_for) -> None:  # type: igno
     assert summary.metrics.peak_rss_bytes and summary.metrics.peak_rss_bytes > 50 * 2**20
 
 
-async def test_chat_endpoint_streams_attributed_tokens(engine_for) -> None:  # type: ignore[no-untyped-def]
+async def test_chat_endpoint_streams_attributed_tokens(engine_for) -> None:
     engine = await engine_for("ngram-simple")
     request = GenerationRequest(
         prompt="Repeat: a b c d e f g a b c d e f g", chat=True, n_predict=40
@@ -122,7 +123,7 @@ async def test_chat_endpoint_streams_attributed_tokens(engine_for) -> None:  # t
     assert summary.metrics.tokens == summary.server_timings["predicted_n"] > 0
 
 
-async def test_restart_switches_spec_type_in_effect(engine_for) -> None:  # type: ignore[no-untyped-def]
+async def test_restart_switches_spec_type_in_effect(engine_for) -> None:
     engine = await engine_for("none")
     request = GenerationRequest(prompt=CODE.text, n_predict=120)
     before = summary_of(await run_all(engine, request))
@@ -133,8 +134,8 @@ async def test_restart_switches_spec_type_in_effect(engine_for) -> None:  # type
         async for e in engine.switch_spec(
             engine.info.spec.model_copy(update={"types": ("ngram-simple",)})
         )
-    ]  # type: ignore[union-attr]
-    assert states[-1].state is ServerState.READY  # type: ignore[union-attr]
+    ]
+    assert states[-1].state is ServerState.READY
     assert engine.info.pid != old_pid
     after = summary_of(await run_all(engine, request))
     assert after.metrics.drafted > 0

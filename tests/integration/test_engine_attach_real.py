@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import httpx
@@ -26,7 +26,7 @@ def outside(llama_binary: Path, gemma_model: Path) -> Iterator[tuple[str, int]]:
         yield server
 
 
-async def ready(engine_states: list[object]) -> None:
+async def ready(engine_states: Sequence[object]) -> None:
     last = engine_states[-1]
     assert isinstance(last, ServerStateEvent)
     assert last.state is ServerState.READY, last.detail

@@ -246,7 +246,7 @@ def test_crash_with_an_api_key_writes_no_key(
         calls.append(1)
         if len(calls) > 3:
             raise KeyError(f"injected crash after {len(calls)} chunks")
-        return original(self, data, t, **kw)  # type: ignore[return-value]
+        return original(self, data, t, **kw)  # type: ignore[return-value]  # list[EngineEvent]
 
     monkeypatch.setattr(stream.ChunkProcessor, "feed", feed)
     args = ["--api-key", KEY, "--prompt", f"say {KEY}", "--n-predict", "32", "--format", "jsonl"]

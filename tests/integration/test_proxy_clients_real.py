@@ -56,7 +56,7 @@ def _decoded(slot: dict[str, object]) -> int:
     return int(next_token[0].get("n_decoded", 0))  # type: ignore[index]
 
 
-async def test_a_client_gone_during_prompt_processing_frees_the_slot(upstream: str, proxy) -> None:  # type: ignore[no-untyped-def]
+async def test_a_client_gone_during_prompt_processing_frees_the_slot(upstream: str, proxy) -> None:
     url, _proxy, collected = proxy
     body = json.dumps(
         {"prompt": LONG_PROMPT, "n_predict": N_PREDICT, "stream": True, "cache_prompt": False}
@@ -84,7 +84,7 @@ async def test_a_client_gone_during_prompt_processing_frees_the_slot(upstream: s
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
-async def test_a_request_over_1_mib_by_curl_streams_its_answer(  # type: ignore[no-untyped-def]
+async def test_a_request_over_1_mib_by_curl_streams_its_answer(
     upstream: str, proxy, tmp_path: Path
 ) -> None:
     # curl asks `Expect: 100-continue` for any body over 1 MiB. The bytes over 1 MiB are a field

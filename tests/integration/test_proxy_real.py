@@ -8,6 +8,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
@@ -44,7 +45,7 @@ async def proxy(upstream: str) -> AsyncIterator[tuple[str, object, object]]:
         yield running
 
 
-def _lines(body: bytes) -> list[dict[str, object]]:
+def _lines(body: bytes) -> list[dict[str, Any]]:
     out = []
     for line in body.split(b"\n"):
         if line.startswith(b"data: ") and line != b"data: [DONE]":
@@ -79,7 +80,7 @@ TEXT_FIELDS = {"content", "tokens", "choices"}
 
 
 @pytest.mark.parametrize("path", list(BODIES))
-async def test_client_gets_what_it_would_get_directly(upstream: str, proxy, path: str) -> None:  # type: ignore[no-untyped-def]
+async def test_client_gets_what_it_would_get_directly(upstream: str, proxy, path: str) -> None:
     url, _proxy, collected = proxy
     body = {**BODIES[path], "stream": True, "temperature": 0, "seed": 1}
     async with httpx.AsyncClient(timeout=120) as http:
@@ -99,7 +100,7 @@ async def test_client_gets_what_it_would_get_directly(upstream: str, proxy, path
         }
     if path == "/completion":
         assert through[-1]["generation_settings"] == direct[-1]["generation_settings"] | {
-            "seed": through[-1]["generation_settings"]["seed"]  # type: ignore[index]
+            "seed": through[-1]["generation_settings"]["seed"]
         }
     (record,) = await collected.wait_for(1)
     assert record.status is RequestStatus.DONE and record.info.per_token
@@ -114,7 +115,7 @@ async def test_client_gets_what_it_would_get_directly(upstream: str, proxy, path
     assert record.tokens == record.server_timings["predicted_n"]
 
 
-async def test_openai_sdk_streams_through_the_proxy(upstream: str, proxy) -> None:  # type: ignore[no-untyped-def]
+async def test_openai_sdk_streams_through_the_proxy(upstream: str, proxy) -> None:
     url, _proxy, collected = proxy
     direct = openai.AsyncOpenAI(base_url=upstream + "/v1", api_key="none", max_retries=0)
     through = openai.AsyncOpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
@@ -153,7 +154,7 @@ async def test_openai_sdk_streams_through_the_proxy(upstream: str, proxy) -> Non
     await through.close()
 
 
-async def test_two_concurrent_clients_each_attributed(upstream: str, proxy) -> None:  # type: ignore[no-untyped-def]
+async def test_two_concurrent_clients_each_attributed(upstream: str, proxy) -> None:
     url, _proxy, collected = proxy
     before = await server_metrics(upstream)
     bodies = [
@@ -172,19 +173,19 @@ async def test_two_concurrent_clients_each_attributed(upstream: str, proxy) -> N
     steps, drafted, accepted, histogram = delta(before, after)
     metrics = [r.metrics for r in records]
     assert all(m is not None for m in metrics)
-    assert sum(m.steps for m in metrics) == steps  # type: ignore[union-attr]
-    assert sum(m.drafted for m in metrics) == drafted  # type: ignore[union-attr]
-    assert sum(m.accepted for m in metrics) == accepted  # type: ignore[union-attr]
+    assert sum(m.steps for m in metrics) == steps
+    assert sum(m.drafted for m in metrics) == drafted
+    assert sum(m.accepted for m in metrics) == accepted
     summed: list[int] = []
     for m in metrics:
-        for i, n in enumerate(m.accepted_per_position):  # type: ignore[union-attr]
+        for i, n in enumerate(m.accepted_per_position):
             summed.extend([0] * (i + 1 - len(summed)))
             summed[i] += n
     assert summed == histogram
     assert all(r.tokens == 96 for r in records)
 
 
-async def test_client_disconnect_frees_the_slot(upstream: str, proxy) -> None:  # type: ignore[no-untyped-def]
+async def test_client_disconnect_frees_the_slot(upstream: str, proxy) -> None:
     url, _proxy, collected = proxy
     body = {"prompt": "Write a long story about a dragon.", "n_predict": 2000, "stream": True}
     async with httpx.AsyncClient(timeout=120) as http:
@@ -204,7 +205,7 @@ async def test_client_disconnect_frees_the_slot(upstream: str, proxy) -> None:  
     assert record.stop_reason == "cancelled" and (record.tokens or 0) < 2000
 
 
-async def test_non_streamed_requests_pass_through_unchanged(upstream: str, proxy) -> None:  # type: ignore[no-untyped-def]
+async def test_non_streamed_requests_pass_through_unchanged(upstream: str, proxy) -> None:
     url, _proxy, collected = proxy
     async with httpx.AsyncClient(timeout=120) as http:
         for method, path, payload in [
@@ -229,7 +230,7 @@ async def test_non_streamed_requests_pass_through_unchanged(upstream: str, proxy
     assert record.tokens == 16 and record.drafted is not None
 
 
-async def test_anthropic_messages_listed_without_per_token_detail(upstream: str, proxy) -> None:  # type: ignore[no-untyped-def]
+async def test_anthropic_messages_listed_without_per_token_detail(upstream: str, proxy) -> None:
     url, _proxy, collected = proxy
     body = {
         "model": "gemma", "max_tokens": 16, "stream": True, "temperature": 0,
@@ -244,7 +245,7 @@ async def test_anthropic_messages_listed_without_per_token_detail(upstream: str,
     assert record.tokens == 16 and record.text
 
 
-async def test_proxy_metrics_endpoint(upstream: str, proxy) -> None:  # type: ignore[no-untyped-def]
+async def test_proxy_metrics_endpoint(upstream: str, proxy) -> None:
     url, _proxy, collected = proxy
     body = {"prompt": PROMPT, "n_predict": 32, "stream": True, "temperature": 0}
     async with httpx.AsyncClient(timeout=120) as http:

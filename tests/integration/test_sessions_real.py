@@ -14,7 +14,7 @@ from spectui.app_setup import recorder
 from spectui.cli import main
 from spectui.config import Settings
 from spectui.core.engine.live import LiveEngine
-from spectui.core.events import MetricsEvent, ServerState, TokenEvent
+from spectui.core.events import MetricsEvent, ServerState, ServerStateEvent, TokenEvent
 from spectui.core.llama.binary import Capabilities
 from spectui.core.llama.server import LaunchConfig, ManagedServer
 from spectui.core.llama.specconfig import SpecConfig
@@ -99,7 +99,8 @@ async def test_api_key_of_an_authenticated_server_is_never_recorded(
         assert states[-1] is ServerState.READY
         settings = Settings(url=server.url, api_key=key, sessions_dir=tmp_path / "sessions")
         engine = recorder(LiveEngine.attached(server.url, settings.api_key), settings)
-        assert [e async for e in engine.start()][-1].state is ServerState.READY  # type: ignore[union-attr]
+        started = [e async for e in engine.start()][-1]
+        assert isinstance(started, ServerStateEvent) and started.state is ServerState.READY
         request = GenerationRequest(prompt=f"Repeat after me: {key} {key}", n_predict=16)
         events = [event async for event in engine.run(request)]
         await engine.aclose()

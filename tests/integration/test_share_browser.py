@@ -89,7 +89,7 @@ def png_pixels(data: bytes) -> tuple[int, int, list[bytes], int]:
     rows: list[bytes] = []
     previous = bytearray(stride)
     for y in range(height):
-        kind, line = (
+        method, line = (
             raw[y * (stride + 1)],
             bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)]),
         )
@@ -97,13 +97,13 @@ def png_pixels(data: bytes) -> tuple[int, int, list[bytes], int]:
             left = line[x - bpp] if x >= bpp else 0
             up = previous[x]
             corner = previous[x - bpp] if x >= bpp else 0
-            if kind == 1:
+            if method == 1:
                 line[x] = (line[x] + left) & 0xFF
-            elif kind == 2:
+            elif method == 2:
                 line[x] = (line[x] + up) & 0xFF
-            elif kind == 3:
+            elif method == 3:
                 line[x] = (line[x] + (left + up) // 2) & 0xFF
-            elif kind == 4:
+            elif method == 4:
                 p = left + up - corner
                 pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
                 pred = left if pa <= pb and pa <= pc else up if pb <= pc else corner

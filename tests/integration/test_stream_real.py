@@ -117,7 +117,7 @@ async def test_server_killed_mid_stream_is_reported(gemma_model: Path) -> None:
     engine = build_engine(Settings(model=gemma_model, spec_type="none"))
     try:
         states = [e async for e in engine.start()]
-        assert states[-1].state is ServerState.READY  # type: ignore[union-attr]
+        assert isinstance(states[-1], ServerStateEvent) and states[-1].state is ServerState.READY
         pid = engine.info.pid
         assert pid is not None
         events = []

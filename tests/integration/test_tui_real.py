@@ -111,23 +111,23 @@ async def test_run_colours_switch_and_quit(gemma_model: Path) -> None:
         assert len(arrived) == summary.tokens
         assert view.model.draft_count == summary.accepted > 0
         assert {t.origin for t in arrived} == {TokenOrigin.DRAFT, TokenOrigin.TARGET}
-        first_pid = app.engine.info.pid  # type: ignore[union-attr]
+        first_pid = app.engine.info.pid  # type: ignore[union-attr]  # built with an engine
         assert [p.pid for p in my_servers()] == [first_pid]
-        assert app.engine.info.synthetic_acceptance  # type: ignore[union-attr]  # it lists the flag
+        assert app.engine.info.synthetic_acceptance  # type: ignore[union-attr]  # built with an engine; it lists the flag
 
         # Switch to `none` through the picker; never more than one server meanwhile.
         await pilot.press("t")
         await until(pilot, lambda: isinstance(app.screen, SpecPickerScreen))
         options = app.screen.query_one(OptionList)
-        options.highlighted = list(app.engine.spec_types).index("none")  # type: ignore[union-attr]
+        options.highlighted = list(app.engine.spec_types).index("none")  # type: ignore[union-attr]  # built with an engine
         await pilot.press("enter")
         counts: list[int] = []
         await until(pilot, idle(app, 2), watch=lambda: counts.append(len(my_servers())))
         assert max(counts) <= 1
-        new_pid = app.engine.info.pid  # type: ignore[union-attr]
+        new_pid = app.engine.info.pid  # type: ignore[union-attr]  # built with an engine
         assert new_pid != first_pid
         assert [p.pid for p in my_servers()] == [new_pid]
-        assert app.engine.info.spec.types == ("none",)  # type: ignore[union-attr]
+        assert app.engine.info.spec.types == ("none",)  # type: ignore[union-attr]  # built with an engine
         rerun = [m for m in posted if isinstance(m, RunEnded)][1].summary.metrics
         assert rerun.drafted == 0 and rerun.tokens == summary.tokens
         # The previous run's numbers stay next to the current ones.
@@ -143,7 +143,7 @@ async def test_server_killed_mid_run_shows_failed(gemma_model: Path) -> None:
     posted: list[Message] = []
     async with closing(app), app.run_test(size=SIZE, message_hook=posted.append) as pilot:
         await until(pilot, lambda: any(isinstance(m, TokensArrived) for m in posted))
-        pid = app.engine.info.pid  # type: ignore[union-attr]
+        pid = app.engine.info.pid  # type: ignore[union-attr]  # built with an engine
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
         screen = screen_of(app)

@@ -109,7 +109,7 @@ def test_once_json_shows_the_busy_slot(upstream: str) -> None:
     assert view["rss_bytes"] and view["rss_bytes"] > 50 * 2**20  # the server runs here
 
 
-def _metrics(url: str):  # type: ignore[no-untyped-def]
+def _metrics(url: str):
     from spectui.core.llama.protocol import ServerMetrics
 
     return ServerMetrics.parse(httpx.get(url + "/metrics").text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -30,7 +31,7 @@ def settings() -> Settings:
 
 @pytest.fixture
 def make_app(settings: Settings) -> Callable[..., SpectuiApp]:
-    def make(engine: FakeEngine, **kwargs: object) -> SpectuiApp:
-        return SpectuiApp(engine, settings, **kwargs)  # type: ignore[arg-type]
+    def make(engine: FakeEngine, **kwargs: Any) -> SpectuiApp:  # SpectuiApp's own keywords
+        return SpectuiApp(engine, settings, **kwargs)
 
     return make

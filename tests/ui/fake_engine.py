@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from spectui.core.engine.base import ServerInfo
 from spectui.core.errors import ServerStartError
 from spectui.core.events import (
-    EngineEvent,
     ErrorEvent,
+    EventStream,
     MemoryEvent,
     MetricsEvent,
     PromptProgressEvent,
@@ -134,7 +133,7 @@ class FakeEngine:
         self.active += 1
         self.max_active = max(self.max_active, self.active)
 
-    async def start(self) -> AsyncIterator[EngineEvent]:
+    async def start(self) -> EventStream:
         self.start_calls += 1
         self._enter()
         try:
@@ -154,9 +153,7 @@ class FakeEngine:
         finally:
             self.active -= 1
 
-    async def switch_spec(
-        self, spec: SpecConfig, *, adopt: bool = False
-    ) -> AsyncIterator[EngineEvent]:
+    async def switch_spec(self, spec: SpecConfig, *, adopt: bool = False) -> EventStream:
         self.switch_calls.append((spec, adopt))
         if self.refuse_switch is not None:
             yield ServerStateEvent(
@@ -202,7 +199,7 @@ class FakeEngine:
     async def aclose(self) -> None:
         self.close_calls += 1
 
-    async def run(self, request: GenerationRequest) -> AsyncIterator[EngineEvent]:
+    async def run(self, request: GenerationRequest) -> EventStream:
         self.runs.append(request)
         self.emitted = []
         self._cancel = asyncio.Event()
@@ -216,9 +213,7 @@ class FakeEngine:
             self._cancel = None
             self.active -= 1
 
-    async def _generate(
-        self, request: GenerationRequest, cancel: asyncio.Event
-    ) -> AsyncIterator[EngineEvent]:
+    async def _generate(self, request: GenerationRequest, cancel: asyncio.Event) -> EventStream:
         rng = random.Random(f"{self.seed}|{self.spec.label}|{request.prompt}")
         kind = self.spec.types[0] if self.spec.types else "none"
         p_accept = ACCEPT_PROBABILITY.get(kind, 0.7)

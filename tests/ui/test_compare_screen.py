@@ -4,7 +4,7 @@ drill-down shows each response against the baseline, failures are shown, quittin
 from __future__ import annotations
 
 from textual.message import Message
-from textual.widgets import DataTable, Label, Static
+from textual.widgets import Label, Static
 
 from spectui.config import Settings
 from spectui.ui.apps.compare import CompareApp
@@ -16,7 +16,7 @@ from .ui_helpers import settle
 
 
 def _cells(screen: CompareScreen) -> dict[tuple[str, str], list[str]]:
-    table: DataTable[object] = screen.table
+    table = screen.table
     rows = {}
     for index in range(table.row_count):
         cells = [getattr(c, "plain", str(c)) for c in table.get_row_at(index)]

@@ -165,9 +165,11 @@ async def test_follower_keys_cannot_start_anything(tmp_path: Path) -> None:
     for name in ("run", "switch_spec"):
         original = getattr(engine, name)
 
-        def spy(*args: object, _name: str = name, _original: object = original) -> object:
+        def spy(
+            *args: object, _name: str = name, _original: Callable[..., object] = original
+        ) -> object:
             calls.append(_name)
-            return _original(*args)  # type: ignore[operator]
+            return _original(*args)
 
         setattr(engine, name, spy)
     async with app.run_test(size=SIZE) as pilot:
@@ -203,7 +205,9 @@ async def test_a_damaged_line_is_skipped_with_a_note(tmp_path: Path) -> None:
     app = app_for(tmp_path / "live")
     async with app.run_test(size=SIZE) as pilot:
         screen = screen_of(app)
-        await until(pilot, lambda: screen.notes and not screen.running, "the note and the end")
+        await until(
+            pilot, lambda: bool(screen.notes) and not screen.running, "the note and the end"
+        )
         assert screen.notes == [f"run.jsonl: skipped damaged line {cut + 1} (not valid JSON)"]
         assert shown(screen.query_one(TokenView)) == tokens_of(source)
 
@@ -248,7 +252,11 @@ async def test_a_proxy_record_folder_is_followed_request_by_request(tmp_path: Pa
         ):
             proxied(hub, capture)
             session = recorder.paths[-1]
-            await until(pilot, lambda n=number: f"run {n}" in screen.banner.text, f"run {number}")
+
+            def begun(n: int = number) -> bool:
+                return f"run {n}" in screen.banner.text
+
+            await until(pilot, begun, f"run {number}")
             await until(pilot, lambda: not screen.running, "its end")
             assert shown(view) == tokens_of(session)
         assert (folder / WORKLOAD).exists()

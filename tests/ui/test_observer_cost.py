@@ -26,7 +26,7 @@ async def test_a_stream_that_stops_sending_causes_no_redraws(
     frames: list[float] = []
     original = SpectuiApp._display
 
-    def counting(self, screen, renderable):  # type: ignore[no-untyped-def]
+    def counting(self, screen, renderable):
         if renderable is not None:
             frames.append(asyncio.get_running_loop().time())
         return original(self, screen, renderable)
@@ -46,7 +46,8 @@ async def test_a_stream_that_stops_sending_causes_no_redraws(
         await pilot.pause(2 * REDRAW_INTERVAL_S)  # two ticks of every timer the screen has
         assert frames[quiet_from:] == [], "frames were drawn while nothing changed"
         assert main_screen(app).running  # still a run in progress, only a silent one
-        engine.run_gate.set()  # type: ignore[union-attr]
+        assert engine.run_gate is not None
+        engine.run_gate.set()
         await app.action_quit()
 
 

@@ -81,7 +81,11 @@ async def test_pause_and_step_token_by_token(tmp_path: Path) -> None:
             due = sum(
                 1 for e in session.events if isinstance(e, TokenEvent) and e.t <= times[count - 1]
             )
-            await settle(pilot, lambda due=due: len(view.model.tokens) == due)
+
+            def all_due(due: int = due) -> bool:
+                return len(view.model.tokens) == due
+
+            await settle(pilot, all_due)
         assert "paused" in str(screen.query_one("#metrics-scroll").border_subtitle)
         engine.clock.set_speed(None)
         await pilot.press("space")
@@ -110,7 +114,9 @@ async def test_two_sessions_side_by_side(tmp_path: Path) -> None:
         status = str(app.screen.query_one("#pair-status", Static).render())
         assert "base.jsonl" not in status and "none" in status and "ngram-simple" in status
         await pilot.press("r")  # both play again from the start
-        await settle(pilot, lambda: app.screen.finished)
+        await settle(
+            pilot, lambda: isinstance(app.screen, ReplayPairScreen) and app.screen.finished
+        )
 
 
 async def test_record_key_toggles_recording_and_the_banner(tmp_path: Path) -> None:

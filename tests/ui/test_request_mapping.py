@@ -76,7 +76,7 @@ def stream_request(monkeypatch: pytest.MonkeyPatch, *argv: str) -> GenerationReq
 class CapturingEngine(ScriptedEngine):
     requests: list[GenerationRequest]
 
-    def run(self, request: GenerationRequest):  # type: ignore[no-untyped-def, override]
+    def run(self, request: GenerationRequest):
         self.requests.append(request)
         return super().run(request)
 

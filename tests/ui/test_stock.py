@@ -48,7 +48,8 @@ async def _screen_after_a_run(stock: bool, monkeypatch: pytest.MonkeyPatch) -> C
         assert type(screen._compositor) is (Compositor if stock else LeanCompositor)
         assert strip_sparkline_enabled() is not stock
         assert lean_plot_enabled() is not stock
-        assert screen.query(StripSparkline) and screen.query(LeanPlotextPlot)
+        assert screen.query(StripSparkline)
+        assert screen.query(LeanPlotextPlot)
         strips = screen._compositor.render_strips()
         cells = [[(ch, seg.style) for seg in strip for ch in seg.text] for strip in strips]
         await app.action_quit()

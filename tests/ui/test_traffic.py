@@ -168,7 +168,7 @@ async def _three_requests(pilot: Pilot[None]) -> None:
     app = pilot.app
     assert isinstance(app, TrafficApp)
     hub = app.hub
-    clocks = hub.clock.__self__  # type: ignore[attr-defined]
+    clocks = hub.clock.__self__  # type: ignore[attr-defined]  # the test clock's bound method
     for path, capture in [
         ("/completion", "completion-ngram-simple-2.sse"),
         ("/v1/chat/completions", "chat-ngram-simple.sse"),

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from textual.strip import Strip
 
 from spectui.config import Settings
 from spectui.core.events import (
-    EngineEvent,
+    EventStream,
     MemoryEvent,
     MetricsEvent,
     RunMetrics,
@@ -92,7 +91,7 @@ def test_lifecycle_events_flush_first() -> None:
 
 
 async def test_pump_delivers_everything_in_order() -> None:
-    async def events() -> AsyncIterator[EngineEvent]:
+    async def events() -> EventStream:
         for i in range(300):
             yield token(i)
             if i % 7 == 0:
@@ -116,7 +115,7 @@ async def test_pump_flushes_when_the_stream_goes_quiet() -> None:
         posted.append(message)
         first_post.set()
 
-    async def events() -> AsyncIterator[EngineEvent]:
+    async def events() -> EventStream:
         yield token(0)
         await release.wait()
         yield token(1)
@@ -132,7 +131,7 @@ async def test_pump_flushes_when_the_stream_goes_quiet() -> None:
 async def test_cancelling_pump_closes_the_stream() -> None:
     closed = asyncio.Event()
 
-    async def events() -> AsyncIterator[EngineEvent]:
+    async def events() -> EventStream:
         try:
             yield token(0)
             await asyncio.Event().wait()  # a server that never answers
@@ -282,7 +281,7 @@ class ExplodingEngine(FakeEngine):
     """The app itself fails while drawing (a bug in the UI, say)."""
 
     @property
-    def info(self):  # type: ignore[no-untyped-def]
+    def info(self):
         raise RuntimeError("boom")
 
 
@@ -296,7 +295,7 @@ async def test_engine_closed_when_the_app_crashes() -> None:
 class HangupEngine(FakeEngine):
     """Sends this process SIGHUP once the server is up, like a dropped SSH connection."""
 
-    async def start(self) -> AsyncIterator[EngineEvent]:
+    async def start(self) -> EventStream:
         async for event in super().start():
             yield event
         os.kill(os.getpid(), signal.SIGHUP)
@@ -405,7 +404,7 @@ def test_strip_sparkline_draws_the_cells_rich_draws(
         min_color=RichColor.parse("#204060"), max_color=RichColor.parse("#f0a000"),
     )  # fmt: skip
     console = Console(width=width, height=height)
-    segments = list(renderable.__rich_console__(console, console.options))
+    segments = list(console.render(renderable, console.options))
     rows = [[(text, style) for text, style, _ in line] for line in Segment.split_lines(segments)]
     assert bars(renderable, width, height) == rows
 

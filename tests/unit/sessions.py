@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 
 from spectui.core.engine.base import ServerInfo
-from spectui.core.events import EngineEvent, MemoryEvent, ServerState, ServerStateEvent
+from spectui.core.events import EngineEvent, EventStream, MemoryEvent, ServerState, ServerStateEvent
 from spectui.core.llama.memory import MemorySampler
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest
@@ -70,15 +69,13 @@ class CaptureEngine:
     def spec_types(self) -> tuple[str, ...]:
         return ("ngram-simple",)
 
-    async def start(self) -> AsyncIterator[EngineEvent]:
+    async def start(self) -> EventStream:
         yield ServerStateEvent(state=ServerState.READY)
 
-    async def switch_spec(
-        self, spec: SpecConfig, *, adopt: bool = False
-    ) -> AsyncIterator[EngineEvent]:
+    async def switch_spec(self, spec: SpecConfig, *, adopt: bool = False) -> EventStream:
         yield ServerStateEvent(state=ServerState.READY)
 
-    async def run(self, request: GenerationRequest) -> AsyncIterator[EngineEvent]:
+    async def run(self, request: GenerationRequest) -> EventStream:
         self.runs += 1
         body = self.body or (FIXTURES / self.capture).read_bytes()
 
@@ -99,6 +96,9 @@ class CaptureEngine:
             async for event in run:
                 yield event
         yield ServerStateEvent(state=ServerState.READY)
+
+    def cancel_run(self) -> None:
+        """Nothing to cancel: a run is the capture, replayed to its end."""
 
     def log_tail(self, lines: int = 50) -> list[str]:
         return []

@@ -4,9 +4,10 @@ process's code-injection variables. psutil is faked: a test cannot own another u
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar, TypeVar
 
 import httpx
 import psutil
@@ -24,6 +25,7 @@ from spectui.core.llama.specconfig import SpecConfig
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 URL = "http://127.0.0.1:8080"
 ME, OTHER, PID = 1000, 1001, 4242
+T = TypeVar("T")
 ENVIRON = {
     "LD_PRELOAD": "/tmp/evil.so",
     "LD_LIBRARY_PATH": "/tmp/evil",
@@ -56,7 +58,7 @@ class FakeProcess:
     def username(self) -> str:
         return {ME: "me", OTHER: "mallory"}.get(self.uid, str(self.uid))
 
-    def _read(self, what: str, value: Any) -> Any:
+    def _read(self, what: str, value: T) -> T:
         FakeProcess.reads.append(what)
         return value
 
@@ -83,7 +85,7 @@ def local_server(monkeypatch: pytest.MonkeyPatch) -> Callable[[int, int], None]:
 
     def set_up(owner: int, spectui_uid: int) -> None:
         FakeProcess.uid = owner
-        monkeypatch.setattr(attach_module.os, "geteuid", lambda: spectui_uid)
+        monkeypatch.setattr(os, "geteuid", lambda: spectui_uid)
 
     return set_up
 

@@ -161,7 +161,7 @@ async def _relayed(pieces: list[bytes], limit: int = 1 << 20) -> tuple[bytes, st
     hub = TrafficHub()
     body = prepare_body(EndpointKind.NATIVE, b'{"prompt":"x","stream":true}')
     live = hub.start("/completion", EndpointKind.NATIVE, "c", body)
-    _status, error = await relay(_Pieces(pieces), live, ClientSide(send), lambda: 0.0, limit)  # type: ignore[arg-type]
+    _status, error = await relay(_Pieces(pieces), live, ClientSide(send), lambda: 0.0, limit)  # type: ignore[arg-type]  # _Pieces: the stream surface relay reads
     return b"".join(sent), error
 
 

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from spectui.cli import build_parser, main, settings_from, split_extra
 from spectui.commands.common import GENERATION_FLAGS
@@ -14,7 +15,7 @@ from spectui.commands.stream import StreamOptions
 from spectui.config import Settings
 
 
-def parse(*argv: str):  # type: ignore[no-untyped-def]
+def parse(*argv: str):
     own, extra = split_extra(argv)
     args = build_parser().parse_args(own)
     return args, settings_from(args, extra)
@@ -145,7 +146,7 @@ def test_every_option_field_is_a_flag_of_its_command() -> None:
     from spectui.commands.watch import WatchOptions
 
     dests = _dests(build_parser())
-    models = {
+    models: dict[str, type[BaseModel]] = {
         "spectui": TuiOptions, "stream": StreamOptions, "replay": ReplayOptions,
         "export": ExportOptions, "watch": WatchOptions, "compare": CompareOptions,
         "tune": TuneOptions, "proxy": ProxyCommandOptions,

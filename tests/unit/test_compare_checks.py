@@ -46,9 +46,9 @@ def test_divergence_when_one_is_a_prefix_and_without_token_offsets() -> None:
     d = first_divergence("abc", "abcdef")
     assert d is not None
     assert (d.token, d.char, d.baseline, d.response) == (None, 3, "", "def")
-    assert first_divergence("a\nb", "a\nc", [2, 3]).short() == (  # type: ignore[union-attr]
-        "at token 1: after 'a\\n', baseline 'b' vs this 'c'"
-    )
+    d = first_divergence("a\nb", "a\nc", [2, 3])
+    assert d is not None
+    assert d.short() == "at token 1: after 'a\\n', baseline 'b' vs this 'c'"
 
 
 def test_tokens_sharing_a_chunk_map_to_the_token_holding_the_text() -> None:

@@ -55,7 +55,7 @@ def test_rounds_alternate_configs_and_warmups_come_first() -> None:
 def test_config_blocks_never_repeat_within_a_round() -> None:
     jobs = [j for j in plan(reps=3).jobs() if not j.warmup]
     for round_ in (1, 2, 3):
-        blocks = []
+        blocks: list[str] = []
         for job in (j for j in jobs if j.round == round_):
             if not blocks or blocks[-1] != job.config:
                 blocks.append(job.config)

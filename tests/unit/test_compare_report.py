@@ -21,7 +21,7 @@ def _pairs(base_ms: list[float], cfg_ms: list[float], **cfg: Any) -> list[RunRec
     records = []
     for round_, (b, c) in enumerate(zip(base_ms, cfg_ms, strict=True), start=1):
         records.append(record("none", "a", round_, seq=10 * round_, total_ms=b))
-        records.append(record("ngram-simple", "a", round_, seq=10 * round_ + 1, total_ms=c, **cfg))  # type: ignore[arg-type]
+        records.append(record("ngram-simple", "a", round_, seq=10 * round_ + 1, total_ms=c, **cfg))
     return records
 
 

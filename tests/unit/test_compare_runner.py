@@ -179,7 +179,8 @@ async def test_a_failing_config_is_recorded_while_others_continue(tmp_path: Path
     events = await _collect(CompareRunner(engine, document(p), outputs=[tmp_path / "r.json"]))
     failures = [e for e in events if isinstance(e, ConfigFailed)]
     assert [(f.config, f.detail) for f in failures] == [("ngram-mod", "cannot load")]
-    doc = events[-1].document  # type: ignore[union-attr]
+    assert isinstance(events[-1], CompareFinished)
+    doc = events[-1].document
     mod = [r for r in doc.runs if r.config == "ngram-mod"]
     assert len(mod) == 3 and not any(r.ok for r in mod)
     assert all("failed to start" in (r.error or "") for r in mod)
@@ -195,7 +196,8 @@ async def test_server_dying_mid_run_fails_that_run_and_restarts(tmp_path: Path) 
     p = plan(("none", "ngram-simple"), ("a", "b"), reps=1)
     engine = ScriptedEngine(die_on_runs={1})
     events = await _collect(CompareRunner(engine, document(p), outputs=[tmp_path / "r.json"]))
-    doc = events[-1].document  # type: ignore[union-attr]
+    assert isinstance(events[-1], CompareFinished)
+    doc = events[-1].document
     assert [r.ok for r in doc.runs] == [True, False, True, True, True, True]
     assert doc.runs[1].error == "connection broke"
     assert [s.reason for s in doc.server_starts] == [
@@ -210,7 +212,8 @@ async def test_divergent_answers_and_checks_are_recorded(tmp_path: Path) -> None
     p = plan(("none", "ngram-simple"), ("a",), reps=1, checks={"a": Checker(regex="forty two")})
     engine = ScriptedEngine(answers={"ngram-simple": "answer to a is forty three"})
     events = await _collect(CompareRunner(engine, document(p), outputs=[tmp_path / "r.json"]))
-    doc = events[-1].document  # type: ignore[union-attr]
+    assert isinstance(events[-1], CompareFinished)
+    doc = events[-1].document
     counted = {r.config: r for r in doc.runs if not r.warmup}
     assert counted["none"].check_passed is True
     assert counted["ngram-simple"].check_passed is False

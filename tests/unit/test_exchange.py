@@ -16,7 +16,7 @@ from spectui.core.proxy.exchange import ExchangeError, open_exchange
 from .socket_server import CHUNKED_HEAD, chunk, request_head, serve
 
 
-async def exchange(url: str, target: str = "/completion", body: bytes = b"{}"):  # type: ignore[no-untyped-def]
+async def exchange(url: str, target: str = "/completion", body: bytes = b"{}"):
     return await open_exchange(
         url, "POST", target, [("content-type", "application/json")], body, connect_timeout=5
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,9 +26,9 @@ from .sessions import record_capture
     cuts=st.lists(st.integers(min_value=0, max_value=600), max_size=10),
 )  # fmt: skip
 def test_lines_come_whole_however_the_bytes_are_cut(
-    tmp_path_factory: object, lines: list[bytes], cuts: list[int]
+    tmp_path_factory: pytest.TempPathFactory, lines: list[bytes], cuts: list[int]
 ) -> None:
-    folder = tmp_path_factory.mktemp("tail")  # type: ignore[attr-defined]
+    folder = tmp_path_factory.mktemp("tail")
     path = folder / "f.jsonl"
     data = b"".join(line + b"\n" for line in lines)
     path.write_bytes(b"")

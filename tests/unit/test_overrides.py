@@ -53,7 +53,7 @@ def _requirements() -> dict[str, Requirement]:
 
 
 def _locked() -> dict[str, str]:
-    pins = {}
+    pins: dict[str, str] = {}
     for line in (ROOT / "requirements" / "lock.txt").read_text().splitlines():
         if line and not line.startswith((" ", "#")):
             name, _, version = line.partition("==")
@@ -144,7 +144,7 @@ def test_another_version_falls_back_with_one_line(
     assert caplog.records[0].levelno == logging.WARNING  # (not the tested set: said so)
 
 
-@pytest.mark.parametrize("check", [lambda: False, lambda: {}["renamed"]])
+@pytest.mark.parametrize("check", [lambda: False, lambda: {"name": True}["renamed"]])
 def test_missing_private_names_fall_back(
     gate: Override, check: object, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import httpx
 import pytest
@@ -26,7 +26,7 @@ from .sse import sse_payloads
 CAPTURE = "completion-ngram-simple.sse"
 
 
-def tokens_of(events: list[object]) -> list[TokenEvent]:
+def tokens_of(events: Sequence[object]) -> list[TokenEvent]:
     return [e for e in events if isinstance(e, TokenEvent)]
 
 

@@ -134,7 +134,7 @@ def test_session_file_at_a_planted_link_is_refused(tmp_path: Path, victim: Path)
         link.symlink_to(dangling)
         for options in ({}, {"unique": True}, {"replace": True}):
             with pytest.raises(SessionError, match="symbolic link"):
-                SessionWriter.open(link, header, **options)  # type: ignore[arg-type]
+                SessionWriter.open(link, header, **options)  # type: ignore[arg-type]  # bools
     assert victim.read_text() == "untouched\n"
     assert not (tmp_path / "missing").exists()
 

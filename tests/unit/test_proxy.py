@@ -93,7 +93,7 @@ async def _answer_over_socket(
     try:
         head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
         method, target, _ = head[0].split(" ", 2)
-        headers = [tuple(line.split(": ", 1)) for line in head[1:] if line]
+        headers = [(k, v) for k, v in (line.split(": ", 1) for line in head[1:] if line)]
         length = next((int(v) for k, v in headers if k.lower() == "content-length"), 0)
         content = await reader.readexactly(length) if length else b""
         request = httpx.Request(method, "http://upstream" + target, headers=headers,

@@ -512,7 +512,7 @@ async def test_the_stock_paths_serve_the_same(monkeypatch: pytest.MonkeyPatch) -
             await client.close()
             (record,) = await records.wait_for(1)
         assert text and record.text == text and record.status is RequestStatus.DONE
-        assert serve.enabled(serve.LEAN_UVICORN, serve._server_hooks_present) is False
+        assert overrides.enabled(serve.LEAN_UVICORN, serve._server_hooks_present) is False
     finally:
         overrides.reset()
 

@@ -22,7 +22,7 @@ NATIVE = EndpointKind.NATIVE
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
-def feed(hub: TrafficHub, capture: str, body: PreparedBody, kind: EndpointKind, path: str):  # type: ignore[no-untyped-def]
+def feed(hub: TrafficHub, capture: str, body: PreparedBody, kind: EndpointKind, path: str):
     live = hub.start(path, kind, "127.0.0.1:5000", body)
     assert live.attribution is not None
     for n, line in enumerate((FIXTURES / capture).read_bytes().splitlines(keepends=True)):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ import pytest
 from spectui.app_setup import launch_flags, recorder, recorder_for
 from spectui.config import Settings
 from spectui.core.events import (
-    EngineEvent,
+    EventStream,
     SummaryEvent,
     TokenEvent,
     TokenOrigin,
@@ -72,7 +71,7 @@ class LeakyEngine(CaptureEngine):
         super().__init__()
         self.key = key
 
-    async def run(self, request: GenerationRequest) -> AsyncIterator[EngineEvent]:
+    async def run(self, request: GenerationRequest) -> EventStream:
         yield TokenEvent(index=0, text=f"the key is {self.key}", origin=TokenOrigin.TARGET)
         async for event in super().run(request):
             yield event
@@ -172,7 +171,7 @@ def test_missing_file_is_one_line(tmp_path: Path) -> None:
 async def test_recorded_closes_the_source_when_the_consumer_stops(tmp_path: Path) -> None:
     closed: list[bool] = []
 
-    async def source() -> AsyncIterator[EngineEvent]:
+    async def source() -> EventStream:
         try:
             for index in range(100):
                 yield TokenEvent(index=index, text="x", origin="target", t=index / 10)

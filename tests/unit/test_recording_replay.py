@@ -130,7 +130,8 @@ async def test_replay_engine_plays_every_event_then_can_play_again(tmp_path: Pat
     assert engine.info.mode == "replay"
     assert not engine.info.can_switch
     assert engine.spec_types == ()
-    switched = [e async for e in engine.switch_spec(session.header.server.spec)]  # type: ignore[arg-type]
+    assert session.header.server.spec is not None
+    switched = [e async for e in engine.switch_spec(session.header.server.spec)]
     assert isinstance(switched[0], ServerStateEvent) and switched[0].state is ServerState.READY
     assert any("ngram-simple" in line for line in engine.log_tail())
 

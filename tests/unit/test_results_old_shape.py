@@ -39,7 +39,7 @@ OLD_PLAN: dict[str, Any] = {
 
 def old_shape(new: dict[str, Any]) -> dict[str, Any]:
     """A compare document (as JSON) turned back into the shape written before `Delivery`."""
-    old = json.loads(json.dumps(new))
+    old: dict[str, Any] = json.loads(json.dumps(new))
     for part in (old, old["plan"]):
         part["sampling"] = {**part["sampling"], **part.pop("delivery"), "stall_timeout_s": 12.5}
     return old
@@ -80,7 +80,7 @@ async def _resume(path: Path) -> tuple[list[GenerationRequest], CompareDocument]
     sent: list[GenerationRequest] = []
 
     class Capturing(ScriptedEngine):
-        def run(self, request: GenerationRequest):  # type: ignore[no-untyped-def, override]
+        def run(self, request: GenerationRequest):
             sent.append(request)
             return super().run(request)
 

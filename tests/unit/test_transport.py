@@ -242,7 +242,7 @@ async def test_a_busy_stream_is_not_held_back() -> None:
             pass
 
     transport = Transport()
-    stream = AsyncioStream(transport, BufferedProtocol())  # type: ignore[arg-type]
+    stream = AsyncioStream(transport, BufferedProtocol())  # type: ignore[arg-type]  # fake transport
     loop = asyncio.get_running_loop()
     stream.read_gap, stream.last_read_t = 0.05, loop.time()
     stream._last_size = BUSY_READ_BYTES
@@ -267,7 +267,7 @@ async def test_a_read_cancelled_while_held_leaves_the_socket_readable() -> None:
             self.reading = True
 
     transport = Transport()
-    stream = AsyncioStream(transport, BufferedProtocol())  # type: ignore[arg-type]
+    stream = AsyncioStream(transport, BufferedProtocol())  # type: ignore[arg-type]  # fake transport
     loop = asyncio.get_running_loop()
     stream.read_gap, stream.last_read_t, stream._last_size = 30.0, loop.time(), 400
     read = asyncio.ensure_future(stream.read(1024))

@@ -38,6 +38,13 @@ async def _run(runner: TuneRunner, stop_after: int | None = None) -> list[object
     return events
 
 
+def _document(events: list[object]) -> TuneDocument:
+    """The tune document the run ended with."""
+    final = events[-1]
+    assert isinstance(final, TuneFinished)
+    return final.document
+
+
 async def test_the_race_keeps_the_winner_and_drops_losers_early(tmp_path: Path) -> None:
     engine = ScriptedEngine(speeds=SPEEDS)
     out = tmp_path / "t.json"
@@ -70,7 +77,7 @@ async def test_a_prompt_where_nothing_wins_has_no_winner(tmp_path: Path) -> None
         speeds={"ngram-simple": 1400.0, "ngram-mod": 1500.0, "ngram-cache": 1300.0}
     )
     events = await _run(TuneRunner(engine, _tune(), outputs=[tmp_path / "t.json"]))
-    doc = events[-1].document  # type: ignore[attr-defined]
+    doc = _document(events)
     assert doc.complete
     assert doc.winners == {"a": None, "overall": None}
     assert any(
@@ -87,7 +94,7 @@ async def test_the_budget_is_respected(tmp_path: Path) -> None:
         engine, _tune(budget_s=30), outputs=[tmp_path / "t.json"], clock=lambda: float(next(ticks))
     )
     events = await _run(runner)
-    doc = events[-1].document  # type: ignore[attr-defined]
+    doc = _document(events)
     assert doc.stopped == "budget"
     assert not doc.complete
     assert doc.elapsed_s <= doc.budget_s + 2  # the save after the last run reads the clock too
@@ -105,7 +112,7 @@ async def test_resume_continues_without_rerunning(tmp_path: Path) -> None:
     assert len(done) == 6
     second = ScriptedEngine(speeds=SPEEDS)
     events = await _run(TuneRunner(second, saved, outputs=[out]))
-    doc = events[-1].document  # type: ignore[attr-defined]
+    doc = _document(events)
     assert doc.complete
     seqs = [r.seq for r in doc.compare.runs]
     assert len(seqs) == len(set(seqs))  # nothing ran twice
@@ -124,7 +131,7 @@ def test_the_json_has_the_documented_fields(tmp_path: Path) -> None:
 async def test_candidate_results_carry_the_issue_fields(tmp_path: Path) -> None:
     engine = ScriptedEngine(speeds=SPEEDS)
     events = await _run(TuneRunner(engine, _tune(("a", "b")), outputs=[tmp_path / "t.json"]))
-    data = json.loads(events[-1].document.model_dump_json())  # type: ignore[attr-defined]
+    data = json.loads(_document(events).model_dump_json())
     candidate = next(c for c in data["candidates"] if c["config"] == "ngram-simple")
     assert {"config", "args", "results"} <= set(candidate)
     result = candidate["results"]["a"]
@@ -165,11 +172,11 @@ async def test_a_spent_budget_can_be_extended_on_resume(tmp_path: Path) -> None:
         outputs=[out],
         clock=lambda: float(next(ticks)),
     )
-    stopped = (await _run(first))[-1].document  # type: ignore[attr-defined]
+    stopped = _document(await _run(first))
     assert stopped.stopped == "budget"
     more = stopped.model_copy(update={"budget_s": 600.0})  # what --resume --budget 10m does
     second = ScriptedEngine(speeds=SPEEDS)
-    done = (await _run(TuneRunner(second, more, outputs=[out])))[-1].document  # type: ignore[attr-defined]
+    done = _document(await _run(TuneRunner(second, more, outputs=[out])))
     assert done.complete and done.stopped == "finished"
     assert done.elapsed_s >= stopped.elapsed_s  # time adds up over sessions
     seqs = [r.seq for r in done.compare.runs]

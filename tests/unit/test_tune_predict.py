@@ -3,7 +3,6 @@ first round's acceptance, truncation for a shorter draft, who goes on to timing 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import ClassVar
 
 import pytest
@@ -11,10 +10,16 @@ import pytest
 from spectui.core.compare.costmodel import PredictedSpeedup, fit_runs
 from spectui.core.compare.models import RunRecord
 from spectui.core.compare.verdict import report_rows
-from spectui.core.events import EngineEvent, RunMetrics, SummaryEvent, TokenEvent, TokenOrigin
+from spectui.core.events import (
+    EventStream,
+    RunMetrics,
+    SummaryEvent,
+    TokenEvent,
+    TokenOrigin,
+)
 from spectui.core.request import GenerationRequest
 from spectui.core.tune.predict import contenders, predict, usable
-from spectui.core.tune.runner import TuneRunner, new_document
+from spectui.core.tune.runner import TuneFinished, TuneRunner, new_document
 from spectui.core.tune.search import next_round
 from spectui.core.tune.space import Candidate, mark_predicted
 
@@ -100,8 +105,9 @@ def test_predicted_speedups_follow_the_model_and_truncation() -> None:
     # the run's 8 + 32 spec tokens take 40 / 5 = 8 steps.
     short = 65 / (TTFT + 8 * (DECODE + PER * 16) + DECODE * (64 - 32 - 8))
     assert out[SHORT][1]["a"].speedup == pytest.approx(short / base, rel=1e-3)
-    assert out[SHORT][0] is not None
-    assert out[SHORT][0].low <= out[SHORT][0].speedup <= out[SHORT][0].high
+    overall = out[SHORT][0]
+    assert overall is not None
+    assert overall.low <= overall.speedup <= overall.high
 
 
 def test_only_candidates_overlapping_the_leader_go_on() -> None:
@@ -148,7 +154,7 @@ class _ModelEngine(ScriptedEngine):
         "ngram-cache": (60, 5, 10),
     }
 
-    async def run(self, request: GenerationRequest) -> AsyncIterator[EngineEvent]:
+    async def run(self, request: GenerationRequest) -> EventStream:
         kind = self._kind(self.spec)
         self.log.append(("run", kind, request.prompt))
         drafted, accepted, steps = self.PROFILES[kind]
@@ -173,10 +179,12 @@ async def test_a_tune_ranks_round_one_by_prediction_and_times_the_contenders() -
     tune = new_document(document(p), budget_s=600, launch=["llama-server"], skipped=[], space=[])
     runner = TuneRunner(_ModelEngine(), tune)
     events = [e async for e in runner.run()]
-    doc = events[-1].document  # type: ignore[attr-defined]
+    assert isinstance(events[-1], TuneFinished)
+    doc = events[-1].document
     assert doc.ranked_by == "prediction"
     assert doc.cost_model is not None and usable(doc.cost_model)
     active = doc.compare.plan.active
+    assert active is not None
     # ngram-simple (1.78x predicted) and ngram-mod (1.72x) are close; ngram-cache is far below.
     assert active[1] == ("ngram-simple",) or set(active[1]) == {"ngram-simple", "ngram-mod"}
     assert "ngram-cache" not in active[1]

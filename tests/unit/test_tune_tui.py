@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from textual.widgets import DataTable
-
 from spectui.config import Settings
 from spectui.core.tune.runner import TuneRunner
 from spectui.ui.apps.tune import TuneApp
@@ -21,7 +19,7 @@ async def test_the_leaderboard_fills_in_and_names_the_winner(tmp_path: Path) -> 
     engine = ScriptedEngine(speeds=SPEEDS)
     runner = TuneRunner(engine, _tune(), outputs=[tmp_path / "t.json"])
     posted: list[object] = []
-    app = TuneApp(engine, Settings(), runner)  # type: ignore[arg-type]
+    app = TuneApp(engine, Settings(), runner)
     async with app.run_test(size=(140, 30), message_hook=posted.append) as pilot:
         for _ in range(200):
             await pilot.pause()
@@ -31,7 +29,7 @@ async def test_the_leaderboard_fills_in_and_names_the_winner(tmp_path: Path) -> 
             await asyncio.sleep(0.01)
         screen = app.screen
         assert isinstance(screen, TuneScreen) and screen.finished
-        table: DataTable[object] = screen.table
+        table = screen.table
         first = [getattr(c, "plain", str(c)) for c in table.get_row_at(0)]
         assert first[0] == "ngram-simple" and first[-1] == "keep"
         detail = str(screen.query_one("#tune-detail").render())

@@ -292,7 +292,7 @@ def test_the_evidence_survives_re_annotation() -> None:
     runs = _runs(CHANGED, top=NEAR_TIE)
     again = annotate(_plan(), runs)
     changed = [r for r in again if r.divergence is not None]
-    assert changed and all(r.divergence.kind == "near-tie" for r in changed)  # type: ignore[union-attr]
+    assert changed and all(r.divergence and r.divergence.kind == "near-tie" for r in changed)
     d = changed[0].divergence
     assert d is not None
     assert (d.token, d.baseline_token, d.response_token) == (2, "| engineer ", "| Engineer ")

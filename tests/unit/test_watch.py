@@ -63,13 +63,14 @@ async def test_slots_rates_and_window_deltas() -> None:
     assert view.prompt_tokens_per_second == (82 - 2) / 0.5
     assert view.spec_window.mean_acceptance_length == 1 + 164 / 2
     record = view_record(view)
-    assert record["spec_total"]["acceptance_rate"] == 1.0  # type: ignore[index]
+    assert record["spec_total"]["acceptance_rate"] == 1.0  # type: ignore[index]  # a JSON object
     text = "\n".join(view_lines(view))
     assert "slot 1: busy task 69 · 148 tokens 100.0 tok/s" in text
     # A new task in the slot: no rate from the old task's count.
     slots[1]["id_task"] = 70
     clock[0] = 11.0
-    assert (await watch.poll()).slots[1].tokens_per_second is None  # type: ignore[index]
+    polled = await watch.poll()
+    assert polled.slots is not None and polled.slots[1].tokens_per_second is None
     await watch.aclose()
 
 
