@@ -39,7 +39,7 @@ async def test_attach_run_then_adopt(outside: tuple[str, int]) -> None:
         # The outside server may still be loading: retry the attach until it is ready.
         for _ in range(100):
             states = [e async for e in engine.start()]
-            if states[-1].state is ServerState.READY:  # type: ignore[union-attr]
+            if isinstance(states[-1], ServerStateEvent) and states[-1].state is ServerState.READY:
                 break
             import asyncio
 
@@ -56,7 +56,8 @@ async def test_attach_run_then_adopt(outside: tuple[str, int]) -> None:
 
         spec = SpecConfig(types=("ngram-simple",))
         refused = [e async for e in engine.switch_spec(spec)]
-        assert refused[-1].state is ServerState.FAILED  # type: ignore[union-attr]
+        assert isinstance(refused[-1], ServerStateEvent)
+        assert refused[-1].state is ServerState.FAILED
         assert psutil.pid_exists(pid)  # nothing restarted without the user's confirmation
 
         adopted = [e async for e in engine.switch_spec(spec, adopt=True)]

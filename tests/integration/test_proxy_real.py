@@ -63,13 +63,13 @@ BODIES = {
 }
 
 
-def _text(path: str, chunks: list[dict[str, object]]) -> str:
+def _text(path: str, chunks: list[dict[str, Any]]) -> str:
     parts = []
     for chunk in chunks:
         if path == "/completion":
             parts.append(str(chunk.get("content") or ""))
         elif choices := chunk.get("choices"):
-            choice = choices[0]  # type: ignore[index]
+            choice = choices[0]
             parts.append(str(choice.get("text") or choice.get("delta", {}).get("content") or ""))
     return "".join(parts)
 

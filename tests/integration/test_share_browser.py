@@ -25,7 +25,7 @@ import tomllib
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import aiohttp
 import psutil
@@ -45,7 +45,7 @@ CHROMIUM_FLAGS = [
 ]  # fmt: skip
 
 
-def _missing(what: str) -> None:
+def _missing(what: str) -> NoReturn:
     if os.environ.get("CI"):
         pytest.fail(f"{what} — CI must install it (.ci/run does)")
     pytest.skip(what)
@@ -195,7 +195,7 @@ async def chromium(tmp_path: Path) -> AsyncIterator[DevTools]:
         _missing("Debian's chromium is not installed (apt-get install chromium)")
     profile = tmp_path / "chromium-profile"
     proc = await asyncio.create_subprocess_exec(
-        binary,  # type: ignore[arg-type]
+        binary,
         *CHROMIUM_FLAGS,
         f"--user-data-dir={profile}",
         "about:blank",

@@ -8,7 +8,7 @@ import importlib
 import logging
 import pkgutil
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
@@ -146,10 +146,10 @@ def test_another_version_falls_back_with_one_line(
 
 @pytest.mark.parametrize("check", [lambda: False, lambda: {"name": True}["renamed"]])
 def test_missing_private_names_fall_back(
-    gate: Override, check: object, caplog: pytest.LogCaptureFixture
+    gate: Override, check: Callable[[], bool], caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.INFO, logger="spectui.overrides"):
-        assert not enabled(gate, check)  # type: ignore[arg-type]
+        assert not enabled(gate, check)
     assert len(caplog.records) == 1
     assert "probe: using textual's public path" in caplog.records[0].getMessage()
 

@@ -10,6 +10,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -132,7 +133,7 @@ class Proxied:
 
 @contextlib.asynccontextmanager
 async def proxied(
-    answer: Callable[[httpx.Request], httpx.Response], **options: object
+    answer: Callable[[httpx.Request], httpx.Response], **options: Any
 ) -> AsyncIterator[Proxied]:
     """The proxy's ASGI app in-process, in front of ``answer`` served on a loopback socket."""
     upstream = Upstream(answer)
@@ -140,7 +141,7 @@ async def proxied(
     records = Records()
     hub.listeners.append(records)
     async for url in serve(functools.partial(_answer_over_socket, upstream)):
-        proxy = TrafficProxy(url, hub=hub, **options)  # type: ignore[arg-type]
+        proxy = TrafficProxy(url, hub=hub, **options)
         transport = httpx.ASGITransport(app=proxy.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
             yield Proxied(client, upstream, proxy, records)

@@ -14,6 +14,7 @@ import socket
 import struct
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
@@ -57,13 +58,13 @@ class Records:
 
 @contextlib.asynccontextmanager
 async def serving(
-    upstream: str, **options: object
+    upstream: str, **options: Any
 ) -> AsyncIterator[tuple[str, TrafficProxy, Records]]:
     """The proxy served by uvicorn on a free loopback port."""
     hub = TrafficHub(keep_events=True)
     records = Records()
     hub.listeners.append(records)
-    proxy = TrafficProxy(upstream, hub=hub, **options)  # type: ignore[arg-type]
+    proxy = TrafficProxy(upstream, hub=hub, **options)
     server = ProxyServer(proxy.app, bind("127.0.0.1", 0))
     address = server.address
     task = asyncio.create_task(server.serve())

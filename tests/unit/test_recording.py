@@ -105,7 +105,8 @@ def test_writer_masks_secrets_inside_any_line(tmp_path: Path) -> None:
     writer.close()
     text = (tmp_path / "s.jsonl").read_text()
     assert 'p\\"w' not in text
-    assert read_session(tmp_path / "s.jsonl").events[0].text == "x [redacted] y"  # type: ignore[union-attr]
+    first = read_session(tmp_path / "s.jsonl").events[0]
+    assert isinstance(first, TokenEvent) and first.text == "x [redacted] y"
 
 
 async def test_truncated_file_keeps_everything_before_the_damage(tmp_path: Path) -> None:

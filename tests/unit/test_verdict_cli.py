@@ -12,6 +12,7 @@ from spectui.cli import main
 from spectui.commands import compare as compare_command
 from spectui.config import Settings
 from spectui.core.compare.store import load_document
+from spectui.core.llama.specconfig import SpecConfig
 
 from .compare_helpers import FakeSetup
 
@@ -56,8 +57,8 @@ async def test_identical_answers_is_in_the_plan_and_a_resume_rejudges(
     from .compare_helpers import ScriptedEngine
 
     class Changing(FakeSetup):
-        def engine(self, spec: object) -> ScriptedEngine:
-            engine = super().engine(spec)  # type: ignore[arg-type]
+        def engine(self, spec: SpecConfig) -> ScriptedEngine:
+            engine = super().engine(spec)
             engine.answers = {"none": "it is forty two", "ngram-simple": "it is Forty two"}
             return engine
 
