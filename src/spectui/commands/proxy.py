@@ -68,40 +68,56 @@ def add_proxy_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     add_launch_options(proxy)
     group = proxy.add_argument_group("proxy")
     group.add_argument(
-        "--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT",
+        "--listen",
+        default=DEFAULT_LISTEN,
+        metavar="HOST:PORT",
         help=f"where clients connect (default {DEFAULT_LISTEN}; another interface only when "
         "asked, with a warning)",
-    )  # fmt: skip
+    )
     group.add_argument(
-        "--format", choices=["tui", "jsonl"], default="tui",
+        "--format",
+        choices=["tui", "jsonl"],
+        default="tui",
         help="the Traffic TUI (default) or one JSON line per finished request",
-    )  # fmt: skip
+    )
     group.add_argument(
-        "--record", type=Path, metavar="DIR",
+        "--record",
+        type=Path,
+        metavar="DIR",
         help="write each request as a session file and append it to DIR/workload.jsonl "
         "(off by default: prompts can be private)",
-    )  # fmt: skip
+    )
     group.add_argument(
-        "--api-key", dest="client_key", metavar="KEY",
+        "--api-key",
+        dest="client_key",
+        metavar="KEY",
         help=f"a key the proxy's own clients must send (or {CLIENT_KEY_ENV})",
-    )  # fmt: skip
+    )
     group.add_argument(
-        "--upstream-api-key", dest="api_key", metavar="KEY",
+        "--upstream-api-key",
+        dest="api_key",
+        metavar="KEY",
         help="the key to send upstream instead of the client's (or SPECTUI_API_KEY)",
-    )  # fmt: skip
+    )
     group.add_argument(
-        "--max-body", type=byte_size, metavar="SIZE",
+        "--max-body",
+        type=byte_size,
+        metavar="SIZE",
         help="largest request body a client may send (default 64M; over it: 413)",
-    )  # fmt: skip
+    )
     group.add_argument(
-        "--max-sse-line", type=byte_size, metavar="SIZE",
+        "--max-sse-line",
+        type=byte_size,
+        metavar="SIZE",
         help="longest SSE line upstream may send in a generation stream (default 16M; over "
         "it the stream ends with an SSE error event and upstream is closed)",
-    )  # fmt: skip
+    )
     group.add_argument(
-        "--max-concurrency", type=_count, metavar="N",
+        "--max-concurrency",
+        type=_count,
+        metavar="N",
         help="requests handled at once (default 256; beyond it: 503)",
-    )  # fmt: skip
+    )
     group.add_argument("--theme", help="TUI theme")
 
 

@@ -63,9 +63,18 @@ class Aggregate(BaseModel):
 def aggregate(records: Iterable[TrafficRecord]) -> Aggregate:
     """Add ``records`` up."""
     fields: dict[str, int | float] = dict.fromkeys(
-        ("requests", "attributed", "tokens", "drafted", "accepted", "steps", "decode_tokens",
-         "accepted_attributed"), 0
-    )  # fmt: skip
+        (
+            "requests",
+            "attributed",
+            "tokens",
+            "drafted",
+            "accepted",
+            "steps",
+            "decode_tokens",
+            "accepted_attributed",
+        ),
+        0,
+    )
     fields["decode_seconds"] = 0.0
     positions: list[int] = []
     for record in records:

@@ -44,9 +44,11 @@ class ProxyMetrics:
         registry = self.registry
         prefix = "spectui_proxy_"
         self.requests = Counter(
-            prefix + "requests", "Generation requests finished", [*_LABELS, "status"],
+            prefix + "requests",
+            "Generation requests finished",
+            [*_LABELS, "status"],
             registry=registry,
-        )  # fmt: skip
+        )
         self.tokens = Counter(prefix + "tokens", "Tokens generated", _LABELS, registry=registry)
         self.drafted = Counter(
             prefix + "drafted_tokens", "Draft tokens proposed", _LABELS, registry=registry
@@ -55,9 +57,11 @@ class ProxyMetrics:
             prefix + "accepted_tokens", "Draft tokens accepted", _LABELS, registry=registry
         )
         self.steps = Counter(
-            prefix + "steps", "Verification steps (per-token requests only)", _LABELS,
+            prefix + "steps",
+            "Verification steps (per-token requests only)",
+            _LABELS,
             registry=registry,
-        )  # fmt: skip
+        )
         self.per_position = Counter(
             prefix + "accepted_per_position",
             "Steps that accepted a draft token at each position (per-token requests only)",
@@ -65,13 +69,19 @@ class ProxyMetrics:
             registry=registry,
         )
         self.ttft = Histogram(
-            prefix + "ttft_seconds", "Time to first token, on the proxy's clock", _LABELS,
-            buckets=_TTFT_BUCKETS, registry=registry,
-        )  # fmt: skip
+            prefix + "ttft_seconds",
+            "Time to first token, on the proxy's clock",
+            _LABELS,
+            buckets=_TTFT_BUCKETS,
+            registry=registry,
+        )
         self.rate = Histogram(
-            prefix + "tokens_per_second", "Decode rate per request, on the proxy's clock",
-            _LABELS, buckets=_RATE_BUCKETS, registry=registry,
-        )  # fmt: skip
+            prefix + "tokens_per_second",
+            "Decode rate per request, on the proxy's clock",
+            _LABELS,
+            buckets=_RATE_BUCKETS,
+            registry=registry,
+        )
         self.class_requests = Counter(
             prefix + "class_requests",
             "Finished requests by content class and prompt length",

@@ -127,9 +127,13 @@ class WorkloadRecorder:
     """A `TrafficListener` writing session files and the workload prompt file."""
 
     def __init__(
-        self, folder: Path, server: ServerInfo, *, flags: Sequence[str] = (),
+        self,
+        folder: Path,
+        server: ServerInfo,
+        *,
+        flags: Sequence[str] = (),
         secrets: Sequence[str] = (),
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.folder = folder
         self.server = server
         self._flags = list(flags)

@@ -52,10 +52,19 @@ WINDOW_MINUTES = 5.0
 """The aggregate pane's 'last minutes'."""
 
 COLUMNS = (
-    ("id", "#"), ("endpoint", "endpoint"), ("gen", "gen"), ("tps", "tok/s"), ("acc", "acc%"),
-    ("mal", "len"), ("ttft", "TTFT"), ("drafted", "drft/acc"), ("prompt", "prompt"),
-    ("status", "status"), ("client", "client"), ("time", "time"),
-)  # fmt: skip
+    ("id", "#"),
+    ("endpoint", "endpoint"),
+    ("gen", "gen"),
+    ("tps", "tok/s"),
+    ("acc", "acc%"),
+    ("mal", "len"),
+    ("ttft", "TTFT"),
+    ("drafted", "drft/acc"),
+    ("prompt", "prompt"),
+    ("status", "status"),
+    ("client", "client"),
+    ("time", "time"),
+)
 """Most telling first: at 80 columns everything up to the status fits; the rest scrolls."""
 
 SHORT_ENDPOINTS = {
@@ -86,8 +95,11 @@ def row_cells(live: LiveRequest, record: TrafficRecord | None, metrics: RunMetri
     rate = ttft = length = acceptance = None
     if record is not None:
         tokens, drafted, accepted, prompt = (
-            record.tokens, record.drafted, record.accepted, record.prompt_tokens,
-        )  # fmt: skip
+            record.tokens,
+            record.drafted,
+            record.accepted,
+            record.prompt_tokens,
+        )
         acceptance = record.acceptance_rate
         metrics = record.metrics
     if metrics is not None:
