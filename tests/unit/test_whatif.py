@@ -158,13 +158,14 @@ def test_one_draft_length_gives_every_split_and_the_one_line() -> None:
     assert cost.anchor_ms == pytest.approx(DECODE_MS + 4 * DRAFTED_MS)
     assert cost.per_token_low == 0.0 and cost.per_token_high == pytest.approx(8.0)
     [line] = [n for n in result.notes if "cannot separate" in n]
-    assert "every step drafted 4 tokens" in line and "--spec-draft-n-max 2" in line
+    assert "every step drafted 4 tokens" in line and "--spec-draft-n-max 1" in line
     by = {p.draft_max: p for p in result.predictions}
     tokens = 6 * 5  # after the first: 6 steps of 4 accepted + 1; at K'=2, 10 steps of 3
     all_fixed, all_per_token = tokens / (10 * 0.032), tokens / (10 * 0.016)
     assert by[2].low == pytest.approx(all_fixed / (1 + RUN_SPREAD), rel=1e-3)
     assert by[2].high == pytest.approx(all_per_token * (1 + RUN_SPREAD), rel=1e-3)
     assert all(_inside(p) for p in result.predictions)
+    assert not by[2].cost_told and by[4].cost_told
     # the recorded length itself is pinned whatever the split: only the run-to-run spread
     assert by[4].tokens_per_second == pytest.approx(result.recorded.predicted_tokens_per_second)
     assert by[4].high / by[4].low == pytest.approx((1 + RUN_SPREAD) ** 2, rel=1e-3)
@@ -230,17 +231,30 @@ def test_steps_of_several_lengths_separate_the_costs_and_say_nothing() -> None:
 
 def test_a_second_run_at_another_length_separates_the_costs() -> None:
     first = _session([(4, 4)] * 6, singles_after=0)
-    second = _session([(2, 2)] * 6, singles_after=0, k=2)
+    second = _session([(1, 1)] * 6, singles_after=0, k=1)
     alone = what_if(first, [2])
     both = what_if(first, [2], also=[second])
     assert not alone.step_cost.separable and both.step_cost.separable
     assert both.step_cost.source == "runs" and both.notes == []
+    assert not alone.predictions[0].cost_told
+    # each run's own speed stays uncertain (ALSO_SPREAD), but far less than every split
+    narrow, wide = both.predictions[0], alone.predictions[0]
+    assert narrow.high / narrow.low < wide.high / wide.low
     assert both.step_cost.per_token_ms == pytest.approx(DRAFTED_MS, rel=1e-6)
-    exact = 1 / ((DECODE_MS + 2 * DRAFTED_MS) / 3 / 1000)
+    exact = 1 / ((DECODE_MS + 2 * DRAFTED_MS) / 3 / 1000)  # at 2: neither run's length
     assert both.predictions[0].tokens_per_second == pytest.approx(exact, rel=1e-3)
     other = _session([(2, 2)] * 6, singles_after=0, k=2, types=("draft-mtp",))
     with pytest.raises(WhatIfError, match="another spec type"):
         what_if(first, [2], also=[other])
+    # a baseline run of the same server pins a plain decode: the fixed cost is at least that
+    baseline = _session([], types=("none",))
+    baseline = Session(Path("none.jsonl"), baseline.header, [
+        TokenEvent(t=0.1 + i * DECODE_MS / 1000, index=i, text="z", origin=TokenOrigin.TARGET)
+        for i in range(8)
+    ])  # fmt: skip
+    floored = what_if(first, [2], also=[baseline]).step_cost
+    assert floored.decode_ms == pytest.approx(DECODE_MS)
+    assert floored.per_token_high == pytest.approx(DRAFTED_MS)  # (32 - 20) / 4
 
 
 def test_mtp_at_n_max_1_2_3_from_one_n_max_2_run() -> None:
@@ -257,7 +271,7 @@ def test_mtp_at_n_max_1_2_3_from_one_n_max_2_run() -> None:
     assert by[3].tokens_per_step_low <= by[2].tokens_per_step
     assert by[3].tokens_per_step_high >= by[2].tokens_per_step + 12 / 24 - 1e-3
     assert all(_inside(p) for p in result.predictions)
-    assert any("cannot separate" in n and "--spec-draft-n-max 1" in n for n in result.notes)
+    assert any("cannot separate" in n and "--spec-draft-n-max 4" in n for n in result.notes)
     assert any(n.startswith("positions past 2 were never drafted") for n in result.notes)
 
 
@@ -366,6 +380,7 @@ def test_json_has_exactly_the_three_parts_and_one_prediction_per_value(
         "high",
         "speedup_vs_recorded",
         "extrapolated",
+        "cost_told",
     }
     assert main(["whatif", str(path)]) == 0
     text = capsys.readouterr().out
@@ -376,7 +391,7 @@ def test_the_table_says_the_one_line_and_takes_a_second_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _write(_session([(4, 4)] * 6, singles_after=0), tmp_path / "run.jsonl")
-    second = _write(_session([(2, 2)] * 6, singles_after=0, k=2), tmp_path / "two.jsonl")
+    second = _write(_session([(1, 1)] * 6, singles_after=0, k=1), tmp_path / "one.jsonl")
     assert main(["whatif", str(path), "--draft-max", "2"]) == 0
     lines = [ln for ln in capsys.readouterr().out.splitlines() if "cannot separate" in ln]
     assert len(lines) == 1 and lines[0].startswith("note: ")

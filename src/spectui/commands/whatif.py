@@ -109,8 +109,8 @@ def add_whatif_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
         action="append",
         type=Path,
         metavar="RUN2.jsonl",
-        help="another recorded run of the same server and type (e.g. at a second draft max): "
-        "its steps help tell a step's fixed cost from its per-token cost",
+        help="another recorded run of the same server and type (e.g. at a second draft max), "
+        "or its baseline: its decodes help tell a step's fixed cost from its per-token cost",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 

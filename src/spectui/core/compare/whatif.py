@@ -50,6 +50,8 @@ from spectui.core.sessions.file import Session
 
 Z = 2.0
 """Standard errors on each side of a recorded acceptance (about 95 %)."""
+SPLIT_TOLERANCE = 0.10
+"""A prediction's step cost counts as told when no plausible split moves it more than this."""
 
 
 class WhatIfError(SpectuiError):
@@ -142,6 +144,9 @@ class Prediction(BaseModel):
     """The point over the model's rate at the recorded K."""
     extrapolated: bool
     """K' > K: positions past the recorded ones follow the stated geometric model."""
+    cost_told: bool = True
+    """Whether the run pins this draft max's step cost: every split it leaves plausible moves
+    the point by at most `SPLIT_TOLERANCE` (always at the recorded K)."""
 
 
 class WhatIf(BaseModel):
@@ -261,10 +266,15 @@ def _seconds(
     return ms / 1000
 
 
-def _rates(counts: StepCounts, cost: StepCost, k_new: int) -> tuple[float, float, float]:
-    """(point, low, high) tokens/s at ``k_new``: every corner of split x acceptance priced."""
+def _rates(counts: StepCounts, cost: StepCost, k_new: int) -> tuple[float, float, float, bool]:
+    """(point, low, high, told) tokens/s at ``k_new``: every corner of split x acceptance
+    priced; ``told``: the split's range moves the point by at most `SPLIT_TOLERANCE`."""
     per_step, _, _ = predict_at(counts, k_new)
     point = counts.tokens / _seconds(counts, cost, k_new, per_step, cost.per_token_ms)
+    splits = [
+        counts.tokens / _seconds(counts, cost, k_new, per_step, per_token)
+        for per_token in (cost.per_token_low, cost.per_token_high)
+    ]
     corners = [
         counts.tokens / _seconds(counts, cost, k_new, accepted, per_token)
         for accepted in acceptance_range(counts, k_new)
@@ -272,7 +282,8 @@ def _rates(counts: StepCounts, cost: StepCost, k_new: int) -> tuple[float, float
     ]
     low = min(min(corners), point) / (1 + cost.spread)
     high = max(max(corners), point) * (1 + cost.spread)
-    return point, low, high
+    told = all(abs(rate / point - 1) <= SPLIT_TOLERANCE for rate in splits)
+    return point, low, high, told
 
 
 def what_if(
@@ -289,7 +300,8 @@ def what_if(
     group = spec_group(spec.types) if spec is not None else None
     for other in also:
         theirs = other.header.server.spec
-        if (spec_group(theirs.types) if theirs is not None else None) != group:
+        other_group = spec_group(theirs.types) if theirs is not None else None
+        if other_group not in (group, None):  # a baseline run only pins a plain decode
             raise WhatIfError(
                 f"{other.name}: another spec type than {session.name}, its steps cost otherwise"
             )
@@ -343,7 +355,7 @@ def predict_counts(
     for k_new in draft_maxima:
         per_step, _, extrapolated = predict_at(counts, k_new)
         accepted_low, accepted_high = acceptance_range(counts, k_new)
-        rate, low, high = _rates(counts, cost, k_new)
+        rate, low, high, told = _rates(counts, cost, k_new)
         out.append(
             Prediction(
                 draft_max=k_new,
@@ -355,6 +367,7 @@ def predict_counts(
                 high=round(high, 3),
                 speedup_vs_recorded=round(rate / recorded_rate, 4),
                 extrapolated=extrapolated,
+                cost_told=told,
             )
         )
     return WhatIf(

@@ -110,9 +110,13 @@ def from_decodes(runs: Sequence[Sequence[tuple[int, float]]]) -> StepCost:
     n = len(steps)
     d_bar = statistics.fmean(d for d, _ in steps)
     t_bar = statistics.fmean(t for _, t in steps)
+    # the line goes through the recorded run's own mean step (its machine's speed); further
+    # runs only tell its slope
+    own = [(float(d), ms) for d, ms in runs[0] if d > 0] or steps
+    anchor_d, anchor_t = statistics.fmean(d for d, _ in own), statistics.fmean(t for _, t in own)
     decode_ms = statistics.fmean(singles) if singles else None
     floor = decode_ms if decode_ms is not None and len(singles) >= MIN_SINGLES else 0.0
-    low, high = 0.0, max(0.0, (t_bar - min(floor, t_bar)) / d_bar)
+    low, high = 0.0, max(0.0, (anchor_t - min(floor, anchor_t)) / anchor_d)
     spread = max(RUN_SPREAD, _wander(runs[0]))
     sxx = sum((d - d_bar) ** 2 for d, _ in steps)
     fitted: float | None = None
@@ -129,8 +133,8 @@ def from_decodes(runs: Sequence[Sequence[tuple[int, float]]]) -> StepCost:
     cost = StepCost(
         source="runs" if len(runs) > 1 else "run",
         decode_ms=decode_ms,
-        anchor_drafted=d_bar,
-        anchor_ms=t_bar,
+        anchor_drafted=anchor_d,
+        anchor_ms=anchor_t,
         per_token_ms=point,
         per_token_low=low,
         per_token_high=high,
@@ -140,6 +144,11 @@ def from_decodes(runs: Sequence[Sequence[tuple[int, float]]]) -> StepCost:
         spread=spread,
     )
     return cost.model_copy(update={"median_abs_error": _decode_error(cost, decodes)})
+
+
+ALSO_SPREAD = 0.10
+"""The least spread assumed between two runs' machine speeds (``--also``): minutes apart on a
+shared machine, the same work ran up to 2x slower here, and neither run can show it."""
 
 
 def _between_runs(
@@ -159,7 +168,7 @@ def _between_runs(
     sxx = sum(n * (d - d_bar) ** 2 for d, n in zip(lengths, sizes, strict=True))
     if sxx <= 0:
         return 0.0
-    sd = spread / Z * t_bar
+    sd = max(spread, ALSO_SPREAD) / Z * t_bar
     return sum((n * (d - d_bar) * sd) ** 2 for d, n in zip(lengths, sizes, strict=True)) / sxx**2
 
 
@@ -262,9 +271,8 @@ def separation_line(cost: StepCost, draft_max: int, flag: str) -> str | None:
         why = f"every step drafted {cost.lengths[0]} token{'s' if cost.lengths[0] != 1 else ''}"
     else:
         why = f"its steps' draft lengths ({_lengths(cost.lengths)}) vary too little for its noise"
-    other = max(1, draft_max // 2) if draft_max > 1 else 2
-    if other == draft_max:
-        other = draft_max + 1
+    # the farther the second length, the less its run's own speed can pass for a per-token cost
+    other = 1 if draft_max >= 3 else draft_max + 2
     if cost.source == "cost-model":
         return (
             "the cost model cannot separate a step's fixed cost from its per-token cost (its "
@@ -274,7 +282,7 @@ def separation_line(cost: StepCost, draft_max: int, flag: str) -> str | None:
     return (
         f"this run cannot separate a step's fixed cost from its per-token cost ({why}): the "
         f"interval spans every split it leaves plausible; a second run at {flag} {other} "
-        "would (give it with --also), or --cost-model FILE"
+        "right after it would (give it with --also), or --cost-model FILE"
     )
 
 
