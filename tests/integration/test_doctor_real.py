@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import psutil
 import pytest
 
+from .outside import FAST
+
 if TYPE_CHECKING:
     from spectui.testing.tiny_models import TinyModels
 
@@ -37,7 +39,7 @@ def spectui(*args: str) -> subprocess.CompletedProcess[str]:
 def with_marker(*args: str) -> tuple[list[str], str]:
     """``args`` plus extra server arguments that name this run, to find its servers by."""
     marker = f"doctor-{uuid.uuid4().hex[:8]}"
-    return [*args, "--", "--threads", "1", "--alias", marker], marker
+    return [*args, "--", *FAST, "--alias", marker], marker
 
 
 def servers_named(marker: str) -> list[psutil.Process]:
@@ -68,7 +70,7 @@ def test_doctor_names_what_gemma_cannot_run(gemma_model: Path) -> None:
 
 def test_try_on_gemma_runs_every_type_and_leaves_no_server(gemma_model: Path) -> None:
     args, marker = with_marker(
-        "doctor", "--try", "--json", "--model", str(gemma_model), "--n-predict", "24"
+        "doctor", "--try", "--json", "--model", str(gemma_model), "--n-predict", "8"
     )
     result = spectui(*args)
     found = trials(result)
