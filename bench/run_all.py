@@ -31,6 +31,7 @@ BENCHMARKS: list[tuple[list[str], list[str]]] = [
     (["overhead.py"], ["--rounds", "3"]),
     (["overhead.py", "--pin"], ["--rounds", "3"]),
     (["overrides.py"], ["--rounds", "1"]),
+    (["gpu_rates.py"], ["--rounds", "3", "--lag-runs", "1"]),
 ]
 
 
@@ -93,6 +94,19 @@ def table() -> list[str]:
             ratios = f"stream {o['stream_ratio']:.3f}, TUI {o['tui_ratio']:.3f}"
             goal = f">= {o.get('goal_tui', 0.96)} TUI, {o.get('goal_stream', 0.985)} stream"
             rows.append((f"overhead ({label})", ratios, goal, ok(o["met"])))
+    g = load("gpu_rates")
+    if g:
+        ratio, goals, met = g["ratio"], g["goals"], g["met"]
+        rate = f"{g['tokens_per_second']['curl']:,.0f} tok/s"
+        rows.append(("GPU rates: the tiny-model server (curl)", rate, ">= 1,500", ok(met["rate"])))
+        for client in ("stream", "proxy", "tui"):
+            figure = f"{ratio[client]:.3f} of curl"
+            rows.append((f"  server tok/s watched by {client}", figure, f">= {goals[client]}",
+                         ok(met[client])))  # fmt: skip
+        for key, label in (("tui_lag", "TUI lag"), ("follow_lag", "follower lag")):
+            lag = f"p50 {g[key]['p50_ms']:.0f} / p95 {g[key]['p95_ms']:.0f} ms"
+            goal = f"<= {goals[key + '_p95_ms']:.0f} ms (p95)"
+            rows.append((f"  {label} (server wrote -> drawn)", lag, goal, ok(met[key])))
     v = load("overrides")
     for key, figure in v.items():
         if isinstance(figure, dict) and "stock_over_override" in figure:
