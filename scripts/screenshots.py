@@ -11,6 +11,8 @@ repository — nothing is run against a server, so the same checkout draws the s
 - ``tune.svg``: the Tune screen's leaderboard over `docs/recordings/tune.json`;
 - ``traffic.svg``: the Traffic screen fed the real llama-server captures in `tests/fixtures`
   through the proxy's own hub (two finished requests and one still streaming).
+- ``spec-draft-mtp.svg``, ``spec-chain.svg``: the live TUI after a recorded run of the tiny
+  constructed model (`spectui.testing`): draft-mtp, and the chain ngram-simple,draft-mtp.
 
 Usage: ``python scripts/screenshots.py [--out docs/images] [--theme spectui-dark]``.
 """
@@ -167,6 +169,30 @@ async def tui(settings: Settings) -> str:
     return await _shoot(app, ready, session.header.title, settle=settle)
 
 
+async def _replayed(settings: Settings, path: Path) -> str:
+    """The live TUI at the end of the run recorded in ``path``, replayed at max speed."""
+    session = read_session(path)
+    engine = ReplayEngine(session, clock=ReplayClock(None))
+    app = ReplayApp([engine], settings)
+
+    async def ready(pilot: Pilot[object]) -> bool:
+        screen = app.main_screen
+        return screen is not None and engine.finished and not screen.running
+
+    settle = _settle_replay(app, session, math.inf)
+    return await _shoot(app, ready, session.header.title, settle=settle)
+
+
+async def spec_mtp(settings: Settings) -> str:
+    """A draft-mtp run of the tiny model at ~2,000 tok/s (docs/spec-types.md)."""
+    return await _replayed(settings, RECORDINGS / "tiny-draft-mtp.jsonl")
+
+
+async def spec_chain(settings: Settings) -> str:
+    """A chain, ngram-simple then draft-mtp, each step named by its drafter."""
+    return await _replayed(settings, RECORDINGS / "tiny-ngram-simple-draft-mtp.jsonl")
+
+
 async def tui_midrun(settings: Settings) -> str:
     """The live TUI part-way through the run: the replay clock stepped token by token."""
     session = read_session(SESSION)
@@ -302,6 +328,8 @@ PICTURES: dict[str, Callable[[Settings], Coroutine[Any, Any, str]]] = {
     "compare": compare,
     "tune": tune,
     "traffic": traffic,
+    "spec-draft-mtp": spec_mtp,
+    "spec-chain": spec_chain,
 }
 """Picture name (the file is NAME.svg) → how it is drawn."""
 
