@@ -38,6 +38,7 @@ from spectui.core.proxy.models import RequestStatus, TrafficRecord
 from spectui.ui import format as fmt
 from spectui.ui.compositor import use_lean_compositor
 from spectui.ui.screens.proxy_request import TrafficRequestScreen
+from spectui.ui.screens.slots import HubLanes, SlotsScreen
 
 MAX_ROWS = 500
 """Requests in the table; older rows are dropped."""
@@ -76,7 +77,8 @@ SHORT_ENDPOINTS = {
 
 HELP = (
     "Every request through the proxy, newest first. Enter: its tokens and metrics (live while "
-    "it streams) · ↑/↓ move · ? this help · q quit. Requests without per-token timings "
+    "it streams) · s: the slots view (every request streaming now, a lane each) · ↑/↓ move · "
+    "? this help · q quit. Requests without per-token timings "
     "(non-streamed, /v1/messages) show what the server said, and '–' for the rest."
 )
 
@@ -204,6 +206,7 @@ class TrafficScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Tokens"),
+        Binding("s", "slots", "Slots"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -241,6 +244,8 @@ class TrafficScreen(Screen[None]):
         self._dirty_aggregate = True
         self._aggregated_at = datetime.min.replace(tzinfo=UTC)
         self._aggregate_shown: object = None
+        self.lanes: HubLanes | None = None
+        """The slots view's lanes, from the first time it is opened (they outlive the view)."""
 
     def compose(self) -> ComposeResult:
         yield Static("starting…", id="traffic-status")
@@ -345,6 +350,11 @@ class TrafficScreen(Screen[None]):
     @on(DataTable.RowSelected)
     def _selected(self, _event: DataTable.RowSelected) -> None:
         self.action_open()
+
+    def action_slots(self) -> None:
+        if self.lanes is None:
+            self.lanes = HubLanes(self.hub)
+        self.app.push_screen(SlotsScreen(self.lanes, len(self.lanes.lanes)))
 
     def action_help(self) -> None:
         self.notify(HELP, title="Traffic", timeout=12)

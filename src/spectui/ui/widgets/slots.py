@@ -1,0 +1,227 @@
+"""The slots view's parts: one lane per slot — its tokens coloured by origin (`TokenView`), its
+own acceptance and tokens/s in its title — and the server's aggregate line above the lanes.
+
+Lanes tile two by two where a lane still gets a useful width and height (`TILE_MIN`), and stack
+one under the other below that (80×24: four lanes of a title line and four lines of tokens).
+A stacked lane has no bottom border, so its numbers go in its title; a tiled one titles itself
+with the request and carries its numbers in the subtitle. Titles are set only when their text
+changed: setting one repaints the whole lane.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.containers import Container, Vertical
+from textual.events import Resize
+from textual.widgets import Static
+
+from spectui.core.events import TokenEvent
+from spectui.ui import format as fmt
+from spectui.ui.widgets.tokens import TokenView
+
+TILE_MIN = (100, 30)
+"""The smallest grid (columns, rows) where lanes tile 2×2; below either, they stack."""
+
+IDLE = "idle · no request in this lane yet"
+"""An empty lane's placeholder."""
+
+
+@dataclass(frozen=True, slots=True)
+class LaneNumbers:
+    """What a lane's title says about its request."""
+
+    state: str = "idle"
+    """'streaming', 'done', 'cancelled', 'error', or 'idle'."""
+    tokens: int | None = None
+    """Tokens generated so far."""
+    drafted: int | None = None
+    """Draft tokens proposed (the response's own counters)."""
+    accepted: int | None = None
+    """Draft tokens accepted."""
+    tokens_per_second: float | None = None
+    """Its decode rate (rolling while it streams, over the whole response once done)."""
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        """Accepted / drafted."""
+        if self.drafted and self.accepted is not None:
+            return self.accepted / self.drafted
+        return None
+
+    def text(self) -> str:
+        """'live · acc 63% · 48.2 t/s · 41/26 drft/acc · 120 tok' (drafted/accepted)."""
+        if self.state == "idle":
+            return "idle"
+        # (a tiled lane is 60 columns at 120: 'streaming' would cut the token count off)
+        state = "live" if self.state == "streaming" else self.state
+        rate = self.acceptance_rate
+        acceptance = fmt.DASH if rate is None else f"{rate:.0%}"
+        pair = fmt.DASH if self.drafted is None else f"{self.drafted}/{self.accepted}"
+        return (
+            f"{state} · acc {acceptance} · {fmt.rate(self.tokens_per_second)} · "
+            f"{pair} drft/acc · {fmt.num(self.tokens)} tok"
+        )
+
+
+class SlotLane(Vertical):
+    """One lane: a token pane titled by its request, with that request's numbers."""
+
+    DEFAULT_CSS = """
+    SlotLane {
+        height: 1fr;
+        width: 1fr;
+        border: round $primary;
+        border-title-color: $text;
+        border-subtitle-color: $text-muted;
+        padding: 0 0 0 1;
+    }
+    SlotLane.-streaming {
+        border: round $secondary;
+    }
+    """
+
+    def __init__(self, index: int, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.index = index
+        """0 for the first lane."""
+        self.label = ""
+        """Who is in the lane ('#14 · slot ?'), without the numbers."""
+        self.numbers = LaneNumbers()
+        """The numbers shown."""
+        self.stacked = False
+        """Whether the lane is stacked (numbers in the title) or tiled (in the subtitle)."""
+        self._view = TokenView()
+
+    def compose(self) -> ComposeResult:
+        yield self._view
+
+    def on_mount(self) -> None:
+        self._view.placeholder = IDLE
+        self._retitle()
+
+    @property
+    def view(self) -> TokenView:
+        return self._view
+
+    def begin(self, label: str) -> None:
+        """A new request takes the lane."""
+        self.label = label
+        self.numbers = LaneNumbers(state="streaming")
+        view = self._view
+        view.placeholder = "waiting for the first token…"
+        view.clear()
+        self.set_class(True, "-streaming")
+        self._retitle()
+
+    def add(self, tokens: tuple[TokenEvent, ...]) -> None:
+        """A batch of the request's tokens (one refresh of the pane per batch)."""
+        self._view.add(tokens)
+
+    def show(self, numbers: LaneNumbers) -> None:
+        """The request's numbers now; the title is redrawn only when its text changes."""
+        if numbers != self.numbers:
+            self.numbers = numbers
+            self.set_class(numbers.state == "streaming", "-streaming")
+            self._retitle()
+
+    def finish(self, numbers: LaneNumbers) -> None:
+        """The request ended: its final numbers, and the pane settles at its end."""
+        self.show(numbers)
+        self._view.settle()
+
+    def set_stacked(self, stacked: bool) -> None:
+        if stacked != self.stacked:
+            self.stacked = stacked
+            self._retitle()
+
+    @property
+    def title_text(self) -> str:
+        """The whole of what the lane's borders say (tests read it)."""
+        return " · ".join(part for part in (self.name_text, self.numbers.text()) if part)
+
+    @property
+    def name_text(self) -> str:
+        """'lane 2 · #14 · slot ?'; stacked, '2 · #14 · slot ?' (the whole title must fit one
+        line of 80 columns)."""
+        lane = str(self.index + 1) if self.stacked else f"lane {self.index + 1}"
+        return f"{lane} · {self.label}" if self.label else lane
+
+    def _retitle(self) -> None:
+        if self.stacked:
+            title, subtitle = self.title_text, ""
+        else:
+            title, subtitle = self.name_text, self.numbers.text()
+        if self.border_title != title:
+            self.border_title = title
+        if self.border_subtitle != subtitle:
+            self.border_subtitle = subtitle
+
+
+class SlotsAggregate(Static):
+    """The server's aggregate over the lanes: tokens/s, acceptance, requests streaming."""
+
+    DEFAULT_CSS = """
+    SlotsAggregate {
+        height: auto;
+        max-height: 3;
+        padding: 0 1;
+        background: $panel;
+        color: $text;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self.text = ""
+        """What is shown (tests read it)."""
+
+    def show(self, text: str) -> None:
+        if text != self.text:  # (an unchanged line costs no frame)
+            self.text = text
+            self.update(text)
+
+
+class SlotsGrid(Container):
+    """The lanes: tiled 2×2 where they fit (`TILE_MIN`), stacked below that."""
+
+    DEFAULT_CSS = """
+    SlotsGrid {
+        height: 1fr;
+        layout: vertical;
+    }
+    SlotsGrid.-tiled {
+        layout: grid;
+        grid-size: 2;
+        grid-rows: 1fr;
+        grid-columns: 1fr;
+    }
+    /* (here, not in SlotLane's own styles: those are scoped to the lane) */
+    SlotsGrid.-stacked > SlotLane {
+        border: none;
+        border-top: solid $primary;
+    }
+    SlotsGrid.-stacked > SlotLane.-streaming {
+        border-top: solid $secondary;
+    }
+    """
+
+    def __init__(self, lanes: int, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lanes = [SlotLane(index, id=f"lane-{index + 1}") for index in range(lanes)]
+        """The lanes, first to last."""
+
+    def compose(self) -> ComposeResult:
+        yield from self.lanes
+
+    def on_resize(self, event: Resize) -> None:
+        self.fit(event.size.width, self.screen.size.height)
+
+    def fit(self, width: int, height: int) -> None:
+        """Tile or stack for a grid ``width`` wide on a screen ``height`` tall."""
+        tiled = len(self.lanes) > 1 and width >= TILE_MIN[0] and height >= TILE_MIN[1]
+        self.set_class(tiled, "-tiled")
+        self.set_class(not tiled, "-stacked")
+        for lane in self.lanes:
+            lane.set_stacked(not tiled)

@@ -1,0 +1,179 @@
+"""The slots view (`s` on the Traffic screen): a lane per concurrent request, each lane's numbers
+those of its own request, lanes tiled at 120×36 and stacked at 80×24; the lanes' assignment as
+a property (every request in flight is in one lane or waiting, first come first served); SVG
+snapshots at both sizes with 4 lanes. Lanes are pulled by hand (`SlotsScreen.pull`), so nothing
+here waits on the view's timer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from textual.pilot import Pilot
+
+from spectui.config import Settings
+from spectui.core.proxy.hub import LiveRequest, TrafficHub
+from spectui.core.proxy.models import RequestStatus
+from spectui.ui.apps.proxy import TrafficApp
+from spectui.ui.screens.proxy import TrafficScreen
+from spectui.ui.screens.slots import HubLanes, SlotsScreen
+from spectui.ui.widgets.slots import SlotsGrid
+
+from .traffic_helpers import FakeClocks, begin, feed, finish, make_hub
+
+SnapCompare = Callable[..., bool]
+
+REQUESTS = (
+    ("/completion", "completion-ngram-simple-2.sse", None),
+    ("/v1/chat/completions", "chat-ngram-simple.sse", 30),
+    ("/v1/completions", "v1-completions-ngram-mod.sse", 20),
+    ("/completion", "completion-draft-simple.sse", None),
+)
+"""Four concurrent requests: the first and last end, the middle two still stream."""
+
+
+def four_requests(hub: TrafficHub, clocks: FakeClocks) -> list[LiveRequest]:
+    lives = [begin(hub, path) for path, _capture, _upto in REQUESTS]
+    for live, (_path, capture, upto) in zip(lives, REQUESTS, strict=True):
+        feed(live, capture, upto=upto)
+    finish(hub, clocks, lives[0])
+    finish(hub, clocks, lives[3])
+    return lives
+
+
+async def open_slots(pilot: Pilot[None]) -> SlotsScreen:
+    await pilot.press("s")
+    screen = pilot.app.screen
+    assert isinstance(screen, SlotsScreen)
+    return screen
+
+
+async def test_s_shows_a_lane_per_request_with_its_own_numbers_and_toggles_back() -> None:
+    hub, clocks = make_hub()
+    app = TrafficApp(None, Settings(), hub=hub)
+    async with app.run_test(size=(120, 36)) as pilot:
+        lives = [begin(hub, path) for path, _c, _u in REQUESTS]  # in flight when s is pressed
+        screen = await open_slots(pilot)
+        for live, (_path, capture, upto) in zip(lives, REQUESTS, strict=True):
+            feed(live, capture, upto=upto)
+        finish(hub, clocks, lives[0])
+        finish(hub, clocks, lives[3])
+        screen.pull(numbers=True)
+        await pilot.pause()
+        lanes = screen.lanes
+        assert len(lanes) == 4
+        for lane, live in zip(lanes, lives, strict=True):
+            assert lane.label == f"#{live.info.id} · slot ?"
+            record = live.record
+            if record is not None:  # ended: the record's own numbers
+                assert lane.numbers.state == "done"
+                assert (lane.numbers.drafted, lane.numbers.accepted) == (
+                    record.drafted,
+                    record.accepted,
+                )
+                assert lane.numbers.tokens == record.tokens
+            else:
+                snapshot = live.snapshot()
+                assert snapshot is not None and lane.numbers.state == "streaming"
+                assert (lane.numbers.drafted, lane.numbers.accepted) == (
+                    snapshot.drafted,
+                    snapshot.accepted,
+                )
+            # Every token of the request is in its lane, and no other request's.
+            tokens = [e for e in live.events if type(e).__name__ == "TokenEvent"]
+            assert len(lane.view.model.tokens) == len(tokens)
+        assert lives[0].record is not None and lanes[0].numbers.text().startswith("done · acc 30%")
+        aggregate = screen.aggregate.text
+        assert aggregate.startswith("2 streaming · ")
+        assert "one per concurrent request" in aggregate and "slot ?" in aggregate
+        assert screen.grid.has_class("-tiled")
+        await pilot.press("s")
+        assert isinstance(app.screen, TrafficScreen)
+        await pilot.press("s")  # again: the same lanes, drawn anew
+        again = app.screen
+        assert isinstance(again, SlotsScreen)
+        again.pull(numbers=True)
+        await pilot.pause()
+        assert [lane.label for lane in again.lanes] == [lane.label for lane in lanes]
+
+
+async def test_lanes_stack_at_80x24() -> None:
+    hub, clocks = make_hub()
+    app = TrafficApp(None, Settings(), hub=hub)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_slots(pilot)
+        four_requests(hub, clocks)
+        screen.pull(numbers=True)
+        await pilot.pause()
+        grid = screen.query_one(SlotsGrid)
+        assert grid.has_class("-stacked") and not grid.has_class("-tiled")
+        for lane in screen.lanes:
+            assert lane.stacked and lane.border_title == lane.title_text
+            assert len(lane.title_text) <= 76  # the whole title on one line of 80 columns
+            assert lane.region.height >= 4  # a title line and at least three lines of tokens
+
+
+async def test_more_requests_than_lanes_wait_for_one() -> None:
+    hub, clocks = make_hub()
+    app = TrafficApp(None, Settings(), hub=hub)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_slots(pilot)
+        lives = [begin(hub) for _ in range(5)]
+        screen.pull(numbers=True)
+        await pilot.pause()
+        assert "1 waiting for a lane" in screen.aggregate.text
+        assert [lane.label for lane in screen.lanes] == [f"#{n} · slot ?" for n in (1, 2, 3, 4)]
+        feed(lives[1], "completion-ngram-simple-2.sse")
+        finish(hub, clocks, lives[1])
+        screen.pull(numbers=True)
+        await pilot.pause()
+        assert screen.lanes[1].label == "#5 · slot ?"
+        assert screen.lanes[1].numbers.state == "streaming"
+        assert "waiting" not in screen.aggregate.text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 20)), max_size=60), st.integers(1, 5))
+def test_lane_assignment(ops: list[tuple[bool, int]], lanes: int) -> None:
+    """Starts and ends in any order: every request in flight is in exactly one lane or waiting,
+    a lane holds an ended request only while nobody waits, and waiting is first come first
+    served."""
+    hub, _clocks = make_hub()
+    source = HubLanes(hub, lanes)
+    order: list[int] = []
+    for start, pick in ops:
+        live_now = list(hub.live.values())
+        if start or not live_now:
+            order.append(begin(hub).info.id)
+        else:
+            hub.finish(live_now[pick % len(live_now)], status=RequestStatus.DONE, http_status=200)
+        in_lanes = [f.live for f in source.lanes if f is not None]
+        for live in hub.live.values():
+            assert (live in in_lanes) + (live in source.waiting) == 1
+        if source.waiting:
+            assert all(f is not None and f.live.record is None for f in source.lanes)
+        waiting = [live.info.id for live in source.waiting]
+        assert waiting == sorted(waiting)
+
+
+async def _four_lanes(pilot: Pilot[None]) -> None:
+    app = pilot.app
+    assert isinstance(app, TrafficApp)
+    clocks = app.hub.clock.__self__  # type: ignore[attr-defined]  # the test clock's bound method
+    screen = await open_slots(pilot)
+    four_requests(app.hub, clocks)
+    screen.pull(numbers=True)
+    await pilot.pause()
+
+
+def test_slots_snapshot_120x36(snap_compare: SnapCompare) -> None:
+    hub, _clocks = make_hub()
+    app = TrafficApp(None, Settings(), hub=hub)
+    assert snap_compare(app, terminal_size=(120, 36), run_before=_four_lanes)
+
+
+def test_slots_snapshot_80x24(snap_compare: SnapCompare) -> None:
+    hub, _clocks = make_hub()
+    app = TrafficApp(None, Settings(), hub=hub)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=_four_lanes)
