@@ -139,3 +139,59 @@ async def test_restart_switches_spec_type_in_effect(engine_for) -> None:
     assert engine.info.pid != old_pid
     after = summary_of(await run_all(engine, request))
     assert after.metrics.drafted > 0
+
+
+# Prompts whose continuation is characters Gemma writes as byte-fallback tokens (4 bytes each):
+# the server holds back the tokens that end inside a character, so chunks carry several steps.
+BYTE_FALLBACK = {
+    "linear-b": "Linear B: 𐀀 𐀁 𐀂 𐀃 𐀄 𐀅 𐀆 𐀇 𐀈 𐀉 𐀊 𐀋 𐀍 𐀎 𐀏 𐀐",
+    "cjk-ext-b": "古文：𠀀𠀁𠀂𠀃𠀄𠀅𠀆𠀇𠀈𠀉𠀊𠀋𠀌𠀍𠀎𠀏",
+}
+HELD_BACK_SPECS = {
+    "draft-simple": {"draft_n_max": 4},
+    "ngram-mod": {"server_args": ["--spec-ngram-mod-n-min", "2", "--spec-ngram-mod-n-match", "4"]},
+}
+
+
+@pytest.mark.parametrize("prompt", sorted(BYTE_FALLBACK))
+@pytest.mark.parametrize("spec_type", sorted(HELD_BACK_SPECS))
+async def test_chunks_of_several_steps_equal_server_metrics(  # type: ignore[no-untyped-def]
+    engine_for, gemma_model: Path, spec_type: str, prompt: str
+) -> None:
+    settings: dict[str, object] = dict(HELD_BACK_SPECS[spec_type])
+    if spec_type == "draft-simple":
+        settings["draft_model"] = gemma_model  # Gemma drafting for itself: drafts never empty
+    engine = await engine_for(spec_type, **settings)
+    async with httpx.AsyncClient() as http:
+        before = ServerMetrics.parse((await http.get(engine.info.url + "/metrics")).text)
+        events = await run_all(
+            engine, GenerationRequest(prompt=BYTE_FALLBACK[prompt], n_predict=64)
+        )
+        after = ServerMetrics.parse((await http.get(engine.info.url + "/metrics")).text)
+    summary = summary_of(events)
+    m = summary.metrics
+    tokens = [e for e in events if isinstance(e, TokenEvent)]
+    steps = [e for e in events if isinstance(e, StepEvent)]
+    server_steps = after.spec_steps - before.spec_steps
+    server_positions = [
+        n - (before.accepted_per_position[i] if i < len(before.accepted_per_position) else 0)
+        for i, n in enumerate(after.accepted_per_position)
+    ]
+    # The case under test happened: chunks carried several steps.
+    assert any(s.steps > 1 or not s.split_known for s in steps) or m.origin_unknown_tokens
+    assert (m.drafted, m.accepted) == (
+        after.spec_drafted - before.spec_drafted,
+        after.spec_accepted - before.spec_accepted,
+    )
+    assert m.steps == sum(s.steps for s in steps) == server_steps
+    assert m.steps - m.steps_maybe_fewer <= server_steps <= m.steps + m.steps_maybe_more
+    # Per position: what is placed is part of the server's count; the rest is said unplaced.
+    assert all(n <= server_positions[i] for i, n in enumerate(m.accepted_per_position))
+    assert sum(m.accepted_per_position) + m.accepted_unplaced == m.accepted
+    # Origins: every known draft is an accepted draft; the unknown ones are counted.
+    drafts = sum(t.origin is TokenOrigin.DRAFT for t in tokens)
+    unknown = sum(t.origin is TokenOrigin.UNKNOWN for t in tokens)
+    assert unknown == m.origin_unknown_tokens
+    assert drafts <= m.accepted <= drafts + unknown
+    assert len(tokens) == m.tokens == summary.server_timings["predicted_n"]
+    assert "".join(t.text for t in tokens) == summary.text

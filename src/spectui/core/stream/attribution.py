@@ -17,8 +17,10 @@ previous step still owed, and only what all of them agree on is reported — a t
 (else `TokenOrigin.UNKNOWN`), the per-position split (else the steps are unsplit), what is still
 owed. The one number that needs a rule is the step count: the split with the fewest draftless
 decodes, then the fewest steps (tokens minus accepted drafts, when a chunk ends at a step's end),
-carried over the response so a step the chunk left open is counted once the counters show it; the
-range of counts that fit goes with it (`RunMetrics.steps_maybe_fewer` / ``_more``).
+or, once the response has shown a draftless decode after its first step (an n-gram drafter that
+found nothing), the fewest steps; carried over the response so a step a chunk left open is
+counted once the counters show it. The range of counts that fit goes with it
+(`RunMetrics.steps_maybe_fewer` / ``_more``).
 """
 
 from __future__ import annotations
@@ -57,15 +59,22 @@ class ChunkCounters:
     """Cumulative draft tokens accepted."""
 
 
-def _keep(into: dict[Pending, Hypothesis], pending: Pending, hyp: Hypothesis) -> None:
-    """Merge ``hyp`` into what ``pending`` may come with: the rule's pick is the one with the
-    fewest draftless decodes, then the fewest steps; the range covers both."""
+def _rule(hyp: Hypothesis, fewest_steps: bool) -> tuple[int, int]:
+    """What the counting rule prefers least of: draftless decodes then steps, or the reverse."""
+    return (hyp[1], hyp[0]) if fewest_steps else (hyp[0], hyp[1])
+
+
+def _keep(
+    into: dict[Pending, Hypothesis], pending: Pending, hyp: Hypothesis, fewest_steps: bool
+) -> None:
+    """Merge ``hyp`` into what ``pending`` may come with: the rule's pick, and a range that
+    covers both."""
     old = into.get(pending)
     if old is None:
         into[pending] = hyp
         return
-    rule = min(old[:2], hyp[:2])
-    into[pending] = (rule[0], rule[1], min(old[2], hyp[2]), max(old[3], hyp[3]))
+    pick = min(old, hyp, key=lambda h: _rule(h, fewest_steps))
+    into[pending] = (pick[0], pick[1], min(old[2], hyp[2]), max(old[3], hyp[3]))
 
 
 @dataclass(slots=True)
@@ -84,6 +93,10 @@ class Attributor:
     """Cumulative accepted draft tokens (as last reported)."""
     accepted_per_position: list[int] = field(default_factory=list)
     """Steps that accepted a token at each draft position (steps with a known split only)."""
+    draftless_seen: bool = False
+    """A decode without a draft was seen (not the prompt's token, nor the limit's last): this
+    drafter can come back empty, so a chunk of several steps is counted with the fewest steps
+    that fit rather than the fewest draftless decodes (the rule; the range is the same)."""
     anomalies: int = 0
     """Times the counters fit no reading (a step began before the last one's tokens came out)."""
     _drafts_pending: int = 0
@@ -133,7 +146,8 @@ class Attributor:
         if self._hypotheses is None:
             rule = self._count[0]
         else:
-            rule = min(h[:2] for h in self._hypotheses.values())[1]
+            pick = min(self._hypotheses.values(), key=lambda h: _rule(h, self.draftless_seen))
+            rule = pick[1]
         steps = max(1, rule)
         if self._hypotheses is None:
             rule, low, high = self._count
@@ -213,6 +227,9 @@ class Attributor:
             fields["rejected_before"], self._rejected_pending = self._rejected_pending, 0
         else:
             fields["origin"] = TokenOrigin.TARGET  # no draft was tried for this token
+            if self.tokens > 1 and (self.limit is None or self.tokens < self.limit):
+                # (not the prompt's token, nor the limit's last: every drafter has those)
+                self.draftless_seen = True
         token: TokenEvent = _validate_token(fields)
         return token
 
@@ -246,7 +263,8 @@ class Attributor:
                 bits[i] |= DRAFT if i < drafts else TARGET
             in_old = min(in_old, owed)
             pending = (max(0, drafts - count), target if count <= drafts else 0)
-            _keep(after, pending, (draftless + max(0, count - owed), rule, low, high))
+            hyp = (draftless + max(0, count - owed), rule, low, high)
+            _keep(after, pending, hyp, self.draftless_seen)
         self._settle(after)
         return self._tokens(text, bits, in_old, (self._open_step, None), t, (0, 0))
 
@@ -265,7 +283,8 @@ class Attributor:
             for steps, pending in found.splits:
                 most = max(most, steps)
                 extra = draftless + found.draftless(steps, pending)
-                _keep(after, pending, (extra, rule + steps, low + steps, high + steps))
+                hyp = (extra, rule + steps, low + steps, high + steps)
+                _keep(after, pending, hyp, self.draftless_seen)
             if found.splits:
                 in_old = min(in_old, owed)
                 for i in range(count):
