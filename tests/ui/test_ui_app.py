@@ -18,7 +18,8 @@ from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.messages import RunEnded, RunFailed, RunStarted, TokensArrived
 from spectui.ui.screens.dialogs import ConfirmScreen, HelpScreen
 from spectui.ui.screens.spec_picker import SpecPickerScreen
-from spectui.ui.widgets.tokens import MAX_TOKENS, SCROLL_STEPS, TokenView
+from spectui.ui.widgets.token_model import MAX_TOKENS
+from spectui.ui.widgets.tokens import SCROLL_STEPS, TokenView
 
 from .fake_engine import FakeEngine
 from .ui_helpers import main_screen, settle

@@ -52,7 +52,7 @@ from spectui.ui.themes import (
 from spectui.ui.widgets.metrics import MetricsPane, RunColumn
 from spectui.ui.widgets.plot import ansi_text
 from spectui.ui.widgets.sparkline import bars
-from spectui.ui.widgets.tokens import TokenLog
+from spectui.ui.widgets.token_model import TokenLog
 
 from .fake_engine import FakeEngine
 
