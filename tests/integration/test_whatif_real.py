@@ -87,7 +87,9 @@ def test_whatif_json_predicts_each_asked_draft_max(recorded: tuple[Path, Path]) 
     assert [p["extrapolated"] for p in data["predictions"]] == [False, False, True]
     for p in data["predictions"]:
         assert p["tokens_per_step"] >= 1 and p["tokens_per_second"] > 0
+        assert p["low"] <= p["tokens_per_second"] <= p["high"]
     assert data["predictions"][1]["speedup_vs_recorded"] == pytest.approx(1.0)
+    assert data["step_cost"]["source"] == "cost-model"
 
 
 def test_whatif_refuses_a_compare_file_as_the_run(recorded: tuple[Path, Path]) -> None:
