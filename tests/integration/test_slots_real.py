@@ -115,7 +115,7 @@ async def test_four_streams_four_lanes_each_its_own_timings(upstream: str) -> No
             messages = record.info.messages
             assert messages is not None
             sent = messages[-1]["content"]
-            text, got, timings = next(a for a in answers if a[0] == sent)
+            _sent, got, timings = next(a for a in answers if a[0] == sent)
             assert timings, "the final chunk carries the response's timings"
             assert record.text == got
             assert lane.label == f"#{record.info.id} · slot ?"
