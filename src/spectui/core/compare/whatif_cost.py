@@ -20,6 +20,12 @@ costs ``decode_ms``. From a run's own decodes (each timed by the client's token 
 So a single shorter step (the last one, capped by the tokens left) narrows the range only as
 much as one noisy measurement can: the answer moves smoothly with the data instead of flipping
 from a refusal to a confident figure.
+
+Further runs of the same server (``--also``: another draft max, or the baseline) add their
+decodes to the line's slope (each run's own speed uncertain by `ALSO_SPREAD`) and their plain
+decodes to the floor; the line still goes through the recorded run's own mean step. The
+prediction's ``spread`` is the machine's run-to-run speed, at least `RUN_SPREAD`, more when the
+run's own stretches ran at different speeds (`_wander`).
 """
 
 from __future__ import annotations
