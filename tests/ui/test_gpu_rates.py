@@ -40,7 +40,7 @@ from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest
 from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.widgets.bars import StepBars
-from spectui.ui.widgets.charts import from_zero
+from spectui.ui.widgets.charts import from_zero, scale_top
 from spectui.ui.widgets.labels import wrap_label
 from spectui.ui.widgets.metrics import HEADER_LINES, MetricsPane
 from spectui.ui.widgets.series import RateSeries, StepSeries
@@ -290,6 +290,32 @@ async def test_a_fraction_of_a_second_fills_the_tokens_per_second_chart() -> Non
         assert all(1_000 < rate < 2_200 for _, rate in rates)
         assert spark.data == from_zero([rate for _, rate in rates], spark.size.width)
         assert str(charts.query_one("#tps-title").render()) == "tokens/s 0–1,625 · 0.20 s"
+
+
+def test_a_backlog_read_at_once_does_not_flatten_the_run() -> None:
+    series = RateSeries()
+    times = [i / 1_500 for i in range(150)]  # 0.1 s at 1,500 tok/s,
+    times += [0.16 + i * 1e-5 for i in range(60)]  # a stall, then 60 tokens read at once,
+    times += [0.17 + i / 1_500 for i in range(150)]  # and 0.1 s more
+    for t in times:
+        series.add(t)
+    rates = [rate for _, rate in series.rates(24)]
+    assert max(rates) > 3 * 1_500  # (the backlog's column)
+    mean = series.mean_rate
+    assert mean is not None and scale_top(rates, mean) == 2 * mean
+    steady = sorted(rates)[len(rates) // 2]
+    assert steady / scale_top(rates, mean) > 0.4  # the run's usual rate: not at the floor
+
+
+def test_n_gram_steps_of_64_tokens_at_once_give_columns_of_several_steps() -> None:
+    series = RateSeries()
+    series.add(0.0)
+    for step in range(30):  # a step every 4 ms, each releasing 64 tokens in one read
+        for _ in range(64):
+            series.add(0.004 * (step + 1))
+    rates = [rate for _, rate in series.rates(80)]
+    assert len(rates) == 30 // 3  # three arrivals a column
+    assert all(rate == pytest.approx(64 / 0.004, rel=0.35) for rate in rates), rates
 
 
 @given(st.lists(st.floats(1.0, 5_000.0), min_size=1, max_size=60), st.integers(1, 60))

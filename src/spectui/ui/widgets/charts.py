@@ -12,6 +12,8 @@ each column over the time it measured, not sampled from metrics snapshots: snaps
 under load, tokens never do, so the chart is the same however the UI kept up (and a replayed run
 draws identically). Both are drawn on a scale from zero (a steady rate reads as steady, a 70 %
 run as 70 %), their titles giving the scale's top; the tokens/s title also the time it spans.
+The tokens/s scale tops out at twice the run's mean rate (`scale_top`): a backlog read at once
+after the client stalled would otherwise flatten the rest of the run.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class ChartsPane(Horizontal):
     ChartsPane .chart-title {
         color: $text-muted;
         text-style: italic;
+        width: 100%;
         text-wrap: nowrap;
         text-overflow: ellipsis;
     }
@@ -155,8 +158,9 @@ class ChartsPane(Horizontal):
             # with no drafting, two of the three never change during a run.
             spark = self.query_one("#tps-spark", Sparkline)
             tps = [rate for _, rate in self.tps(_columns(spark))]
-            _set_data(spark, from_zero(tps, _columns(spark)))
-            self._set_title("#tps-title", _tps_title(tps, self.rates.span))
+            top = scale_top(tps, self.rates.mean_rate)
+            _set_data(spark, from_zero([min(rate, top) for rate in tps], _columns(spark)))
+            self._set_title("#tps-title", *_tps_titles(top, self.rates.span))
             step_bars = self.query_one(StepBars)
             step_bars.show(self.steps.columns(_columns(step_bars)), self.steps.top)
             self._set_title("#steps-title", *_steps_titles(self.steps))
@@ -191,7 +195,8 @@ class ChartsPane(Horizontal):
         if tps:
             colour = Color.parse(self.app.theme_variables.get("primary", "white")).rgb
             plt.plot([t for t, _ in tps], [r for _, r in tps], color=colour)
-            plt.ylim(0, max(r for _, r in tps) * 1.1 or 1)
+            top = scale_top([r for _, r in tps], self.rates.mean_rate)
+            plt.ylim(0, top * 1.1 or 1)
         plot.refresh()
 
 
@@ -214,12 +219,23 @@ def from_zero(values: list[float], width: int) -> list[float]:
     return [*(values[column * count // width] for column in range(width)), 0.0]
 
 
-def _tps_title(rates: list[float], span: float) -> str:
-    """The tokens/s chart's title: its scale, and the run's time it spans."""
+def scale_top(rates: list[float], mean: float | None) -> float:
+    """The top of the tokens/s scale: the highest column, but no more than twice the run's mean
+    rate. A client that read late (its own process busy, a machine shared) gets a backlog of
+    tokens at once: a column of five times the rate that would squash every other column to
+    the floor. Columns above the top are drawn full (the plot's line leaves it)."""
     if not rates:
-        return "tokens/s"
+        return 0.0
+    highest = max(rates)
+    return highest if mean is None else min(highest, 2 * mean)
+
+
+def _tps_titles(top: float, span: float) -> tuple[str, str]:
+    """The tokens/s chart's title, long and short: its scale, and the run's time it spans."""
+    if top <= 0:
+        return "tokens/s", "tokens/s"
     seconds = f"{span:.2f} s" if span < 10 else f"{span:.0f} s"
-    return f"tokens/s 0–{fmt.num(max(rates))} · {seconds}"
+    return f"tokens/s 0–{fmt.num(top)} · {seconds}", f"tokens/s 0–{fmt.num(top)}"
 
 
 def _steps_titles(steps: StepSeries) -> tuple[str, str]:

@@ -88,12 +88,12 @@ def _rows(now: RunColumn | None, before: RunColumn | None, memory: MemoryEvent |
         current = render(getattr(m, getter)) if now else fmt.DASH
         return current, (render(getattr(p, getter)) if p else "")
 
+    versus = fmt.speed_ratio(m.tokens_per_second, p.tokens_per_second) if now and p else ""
     head = [
         ("accept rate", *both("acceptance_rate", fmt.pct)),
         ("accept len", *both("mean_acceptance_length", lambda v: fmt.num(v, 2))),
         ("tok/s avg", *both("tokens_per_second", fmt.rate)),
-        ("vs previous", fmt.speed_ratio(m.tokens_per_second, p.tokens_per_second if p else None)
-         if now and p else "", ""),
+        ("vs previous", versus, ""),
         ("tok/s now", fmt.rate(m.tokens_per_second_now) if now else fmt.DASH, ""),
         ("TTFT", *both("ttft_ms", fmt.ms)),
         ("total time", *both("total_ms", fmt.ms)),
@@ -101,7 +101,7 @@ def _rows(now: RunColumn | None, before: RunColumn | None, memory: MemoryEvent |
         ("drafted", *both("drafted", fmt.num)),
         ("accepted", *both("accepted", fmt.num)),
         ("rejected", *both("rejected", fmt.num)),
-    ]  # fmt: skip
+    ]
     tail = [
         ("status", now.status if now else "no run yet", before.status if before else ""),
         ("prompt tok", *both("prompt_tokens", fmt.num)),
@@ -109,7 +109,7 @@ def _rows(now: RunColumn | None, before: RunColumn | None, memory: MemoryEvent |
         ("RSS", fmt.size(memory.rss_bytes) if memory else fmt.DASH, ""),
         ("RSS−shared", fmt.size(memory.rss_minus_shared_bytes) if memory else fmt.DASH, ""),
         ("peak RSS", *both("peak_rss_bytes", fmt.size)),
-    ]  # fmt: skip
+    ]
     if (memory and memory.gpu_bytes is not None) or m.peak_gpu_bytes is not None:
         tail.append(("GPU", fmt.size(memory.gpu_bytes if memory else None), ""))
         tail.append(("peak GPU", *both("peak_gpu_bytes", fmt.size)))

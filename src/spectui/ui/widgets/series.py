@@ -30,6 +30,14 @@ TOKENS_PER_COLUMN = 12
 """The fewest tokens a tokens/s column counts on average: tokens come a step's worth at a time,
 so a rate over fewer swings by a whole step (at 5 tokens a column, ±20 % around a steady rate)."""
 
+ARRIVALS_PER_COLUMN = 3
+"""The fewest arrivals (tokens read at one moment) a tokens/s column spans on average: an n-gram
+step can release 64 tokens at once, and a column between two such arrivals would read zero,
+the next one thousands."""
+
+SAME_ARRIVAL_S = 1e-4
+"""Tokens read less than this apart arrived together (one read of the stream)."""
+
 
 class RateSeries:
     """Tokens counted in time buckets from the first token on (bounded, coarsening)."""
@@ -49,6 +57,8 @@ class RateSeries:
         """Seconds a bucket spans now."""
         self.counts: list[int] = []
         """Tokens after the first, per bucket: bucket k holds [origin + k·width, + width)."""
+        self.arrivals = 0
+        """Moments tokens arrived at after the first token's (`SAME_ARRIVAL_S` apart)."""
 
     @property
     def tokens(self) -> int:
@@ -60,6 +70,13 @@ class RateSeries:
         """Seconds from the first token to the newest one."""
         return 0.0 if self.origin is None else self.newest - self.origin
 
+    @property
+    def mean_rate(self) -> float | None:
+        """Tokens/s from the first token to the newest (the run's decode rate); None until two
+        tokens are apart in time."""
+        span = self.span
+        return self.tokens / span if span > 0 else None
+
     def add(self, t: float) -> None:
         """Count a token received at client time ``t`` (a time from the past counts where it
         falls: buckets never reorder)."""
@@ -67,6 +84,8 @@ class RateSeries:
             self.origin = self.newest = t
             return
         offset = max(0.0, t - self.origin)
+        if t - self.newest >= SAME_ARRIVAL_S:
+            self.arrivals += 1
         self.newest = max(self.newest, t)
         index = int(offset / self.width)
         while index >= self.most:
@@ -90,7 +109,8 @@ class RateSeries:
         buckets = len(self.counts)
         # Two buckets a column at least: the newest bucket is only partly measured, and a column
         # that is nothing else would be one token over a sliver of time.
-        groups = max(1, min(columns, buckets // 2, self.tokens // TOKENS_PER_COLUMN))
+        tokens, arrivals = self.tokens // TOKENS_PER_COLUMN, self.arrivals // ARRIVALS_PER_COLUMN
+        groups = max(1, min(columns, buckets // 2, tokens, arrivals))
         out: list[tuple[float, float]] = []
         for group in range(groups):
             low, high = buckets * group // groups, buckets * (group + 1) // groups

@@ -71,9 +71,13 @@ ORIGIN_UNKNOWN_CLASS = "token--origin-unknown"
 """Component class of tokens whose origin the stream cannot tell."""
 
 TOKEN_CLASSES = {
-    "token--draft", "token--target", "token--rejected", ORIGIN_UNKNOWN_CLASS, *DRAFTER_CLASSES,
+    "token--draft",
+    "token--target",
+    "token--rejected",
+    ORIGIN_UNKNOWN_CLASS,
+    *DRAFTER_CLASSES,
     UNKNOWN_CLASS,
-}  # fmt: skip
+}
 """Component classes that carry the token styles (`TOKEN_CSS`)."""
 
 TOKEN_CSS = (
