@@ -13,6 +13,7 @@ Three figures, from the ngram-simple capture repeated to 20,000 tokens (`streams
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import time
 from collections.abc import AsyncIterator
@@ -106,4 +107,7 @@ def main() -> dict[str, object]:
 
 
 if __name__ == "__main__":
+    # No options: parsed anyway so that --help answers instead of running (and overwriting
+    # bench/results/pipeline.json).
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     main()
