@@ -547,3 +547,12 @@ def test_tune_refuses_a_bad_concurrency_in_one_line(
     assert exit_.value.code != 0 and err[-1].startswith(
         "spectui tune: error: argument --concurrency"
     )
+
+
+def test_log_lines_name_the_level() -> None:
+    from spectui.commands.compare_view import run_line
+
+    run = _rec("ngram-mod", 2, level=4, start_ms=0, seq=9)
+    assert run_line(RunFinished(record=run, done=10, total=40)).startswith(
+        "[10/40] round 2 · ngram-mod · 4 streams · a: 10 tokens"
+    )

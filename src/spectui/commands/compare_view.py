@@ -143,7 +143,8 @@ def run_line(event: RunFinished) -> str:
     from spectui.core.compare.models import round_name
 
     r = event.record
-    head = f"[{event.done}/{event.total}] {round_name(r)} · {r.config} · {r.prompt}: "
+    streams = f" · {r.level} streams" if r.level > 1 else ""
+    head = f"[{event.done}/{event.total}] {round_name(r)} · {r.config}{streams} · {r.prompt}: "
     if not r.ok:
         return head + f"failed: {r.error}"
     parts = [
