@@ -4,9 +4,11 @@ stand-in server (`fake_server.py`) so only the client's own work is measured.
 
 Each client streams a long response at RATE tokens/s; after a warm-up its CPU (user + system,
 all threads, from /proc) is read over a window mid-run, as a share of one core. Rounds alternate
-the clients. The TUI runs in a tmux session of 120x36, attached with `--url`, so every frame is
+the clients. The TUI runs in a tmux session of 120x40, attached with `--url`, so every frame is
 composed *and* written to a terminal as escape codes; the bytes it writes per second are counted
-from tmux's pipe-pane.
+from tmux's pipe-pane. The window starts WARMUP_S after the stream is seen flowing (its first
+output; the TUI's server bar saying `generating`), not after a fixed start-up time: on a loaded
+machine start-up alone can take longer than any fixed warm-up.
 
     python bench/client_cpu.py [--rate 50] [--reps 3] [--window 10] [--src DIR=LABEL ...]
 
@@ -19,11 +21,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from common import median, write_result
@@ -33,7 +37,12 @@ from spectui.core.llama.server import free_port
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 TICKS = os.sysconf("SC_CLK_TCK")
-WARMUP_S = 4.0
+WARMUP_S = 2.0
+"""Seconds between the stream flowing and the measured window."""
+START_S = 60.0
+"""Longest wait for a client to start streaming."""
+SIZE = (120, 40)
+"""The TUI's terminal (tmux), columns x rows."""
 
 
 def cpu_ticks(pid: int) -> int:
@@ -68,30 +77,56 @@ def window_cpu(pid: int, window: float) -> float:
     return (cpu_ticks(pid) - before) / TICKS / (time.monotonic() - start) * 100
 
 
-def env_for(src: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(src), "NO_COLOR": ""}
+def env_for(src: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The client's environment: ``src`` first on the path, ``extra`` (e.g. SPECTUI_STOCK) set."""
+    env = {**os.environ, "PYTHONPATH": str(src), "NO_COLOR": ""}
+    env.pop("SPECTUI_STOCK", None)
+    return {**env, **(extra or {})}
 
 
-def stream_cpu(url: str, src: Path, tokens: int, window: float) -> float:
+def await_true(ready: Callable[[], bool], what: str) -> None:
+    """Poll ``ready`` until it holds; exit in one line after START_S."""
+    deadline = time.monotonic() + START_S
+    while not ready():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"client_cpu: {what} did not start streaming in {START_S:.0f} s")
+        time.sleep(0.1)
+
+
+def grows(path: Path) -> Callable[[], bool]:
+    return lambda: path.exists() and path.stat().st_size > 0
+
+
+def stream_cpu(
+    url: str, src: Path, tokens: int, window: float, extra: dict[str, str] | None = None
+) -> float:
     argv = [PYTHON, "-m", "spectui.cli", "stream", "--url", url, "--prompt", "x",
             "--n-predict", str(tokens), "--format", "jsonl"]  # fmt: skip
-    proc = subprocess.Popen(argv, env=env_for(src), stdout=subprocess.DEVNULL)
-    try:
-        time.sleep(WARMUP_S)
-        return window_cpu(proc.pid, window)
-    finally:
-        proc.terminate()
-        proc.wait()
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "stream.jsonl"
+        with out.open("wb") as sink:
+            proc = subprocess.Popen(argv, env=env_for(src, extra), stdout=sink)
+        try:
+            await_true(grows(out), "spectui stream")
+            time.sleep(WARMUP_S)
+            return window_cpu(proc.pid, window)
+        finally:
+            proc.terminate()
+            proc.wait()
 
 
-def proxy_cpu(url: str, src: Path, tokens: int, window: float) -> float:
+def proxy_cpu(
+    url: str, src: Path, tokens: int, window: float, extra: dict[str, str] | None = None
+) -> float:
     """CPU of `spectui proxy --format jsonl` while a `curl -N` client streams through it."""
     port = free_port("127.0.0.1")
     argv = [PYTHON, "-m", "spectui.cli", "proxy", "--url", url, "--listen", f"127.0.0.1:{port}",
             "--format", "jsonl"]  # fmt: skip
-    proc = subprocess.Popen(argv, env=env_for(src), stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(argv, env=env_for(src, extra), stdout=subprocess.DEVNULL)
     body = f'{{"prompt": "x", "n_predict": {tokens}, "stream": true}}'
     client: subprocess.Popen[bytes] | None = None
+    folder = tempfile.TemporaryDirectory()
+    received = Path(folder.name) / "curl.out"
     try:
         for _ in range(100):
             with contextlib.suppress(subprocess.CalledProcessError):
@@ -99,10 +134,11 @@ def proxy_cpu(url: str, src: Path, tokens: int, window: float) -> float:
                                capture_output=True)  # fmt: skip
                 break
             time.sleep(0.1)
-        client = subprocess.Popen(
-            ["curl", "-sN", f"http://127.0.0.1:{port}/completion", "-d", body],
-            stdout=subprocess.DEVNULL,
-        )
+        with received.open("wb") as sink:
+            client = subprocess.Popen(
+                ["curl", "-sN", f"http://127.0.0.1:{port}/completion", "-d", body], stdout=sink
+            )
+        await_true(grows(received), "spectui proxy")
         time.sleep(WARMUP_S)
         return window_cpu(proc.pid, window)
     finally:
@@ -110,18 +146,24 @@ def proxy_cpu(url: str, src: Path, tokens: int, window: float) -> float:
             if running is not None:
                 running.terminate()
                 running.wait()
+        folder.cleanup()
 
 
-def tui_cpu(url: str, src: Path, tokens: int, window: float) -> tuple[float, float]:
+def tui_cpu(
+    url: str, src: Path, tokens: int, window: float, extra: dict[str, str] | None = None
+) -> tuple[float, float]:
     """(CPU %, bytes written to the terminal per second) of the TUI in tmux."""
     session = f"spectui-bench-{os.getpid()}"
     log = Path(f"/tmp/{session}.out")
-    command = (f"cd {ROOT} && PYTHONPATH={src} {PYTHON} -m spectui.cli --url {url} "
-               f"--prompt x --n-predict {tokens} --run")  # fmt: skip
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "36", command],
+    env = " ".join(f"{name}={shlex.quote(value)}" for name, value in (extra or {}).items())
+    command = (f"cd {ROOT} && env -u SPECTUI_STOCK {env} PYTHONPATH={src} {PYTHON} -m spectui.cli"
+               f" --url {url} --prompt x --n-predict {tokens} --run")  # fmt: skip
+    columns, rows = (str(n) for n in SIZE)
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", columns, "-y", rows, command],
                    check=True)  # fmt: skip
     try:
         subprocess.run(["tmux", "pipe-pane", "-t", session, f"cat > {log}"], check=True)
+        await_true(lambda: "generating" in _screen(session), "the TUI")
         time.sleep(WARMUP_S)
         pane_pid = int(subprocess.run(
             ["tmux", "display", "-p", "-t", session, "#{pane_pid}"],
@@ -137,6 +179,13 @@ def tui_cpu(url: str, src: Path, tokens: int, window: float) -> tuple[float, flo
         subprocess.run(["tmux", "kill-session", "-t", session], check=False)
         time.sleep(1.0)  # the TUI closes on SIGHUP
         log.unlink(missing_ok=True)
+
+
+def _screen(session: str) -> str:
+    """What the tmux pane shows now."""
+    shown = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True,
+                           text=True, check=False)  # fmt: skip
+    return shown.stdout
 
 
 def _python_child(pid: int) -> int:
@@ -160,7 +209,7 @@ def main() -> None:
     for spec in args.src:
         folder, _, label = spec.partition("=")
         sources.append((Path(folder), label or folder))
-    tokens = int(args.rate * (WARMUP_S + args.window + 10))
+    tokens = int(args.rate * (WARMUP_S + args.window + START_S))
     runs: dict[str, list[float]] = {}
     with fake_server(args.rate) as url:
         for _ in range(args.reps):

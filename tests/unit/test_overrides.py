@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import pkgutil
+import subprocess
+import sys
 import tomllib
 from collections.abc import Callable, Iterator
 from importlib import metadata
@@ -22,7 +25,7 @@ from spectui.core import overrides
 from spectui.core.overrides import STOCK_ENV, Override, enabled, stock_forced
 
 ROOT = Path(__file__).resolve().parents[2]
-KNOWN = {"lean-compositor", "strip-sparkline", "lean-plot", "asyncio-transport"}
+KNOWN = {"lean-compositor", "strip-sparkline", "lean-plot", "asyncio-transport", "serve-handlers"}
 """Overrides that must be found (others may be added: each is checked the same way)."""
 
 
@@ -92,9 +95,11 @@ def test_on_the_tested_set_every_override_is_used() -> None:
     # Each check must pass where it was written: a wrong check would fall back silently. (The
     # transport's and the proxy's gates are asserted by their own tests.)
     overrides.reset()
+    from spectui.commands import share
     from spectui.ui import compositor
     from spectui.ui.widgets import plot, sparkline
 
+    assert share.serve_handlers_enabled()
     assert compositor.lean_compositor_enabled()
     assert sparkline.strip_sparkline_enabled()
     assert plot.lean_plot_enabled()
@@ -152,6 +157,8 @@ def test_missing_private_names_fall_back(
         assert not enabled(gate, check)
     assert len(caplog.records) == 1
     assert "probe: using textual's public path" in caplog.records[0].getMessage()
+    reason = overrides.why_off(gate)
+    assert reason is not None and reason in caplog.records[0].getMessage()
 
 
 def test_spectui_stock_forces_the_public_path_without_looking(
@@ -176,3 +183,15 @@ def test_spectui_stock_may_name_single_overrides(
     assert not stock_forced()
     assert not enabled(gate, lambda: True)
     assert enabled(other, lambda: True)
+
+
+def test_a_share_beyond_loopback_without_its_gate_is_refused_in_one_line(tmp_path: Path) -> None:
+    # Its stock path (textual-serve's own server) has no token guard: only loopback may use it.
+    env = {**os.environ, STOCK_ENV: "serve-handlers"}
+    argv = [sys.executable, "-m", "spectui.cli", "share", "--listen", "0.0.0.0:8765"]
+    done = subprocess.run(
+        [*argv, str(tmp_path)], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode != 0
+    assert done.stderr.strip().count("\n") == 0, done.stderr
+    assert "token guard" in done.stderr and f"{STOCK_ENV} names it" in done.stderr

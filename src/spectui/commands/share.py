@@ -2,9 +2,11 @@
 browsers, through textual-serve.
 
 textual-serve starts one app process per browser connection; here each is a follower, so no
-viewer ever starts a llama-server. Its `Server` is used through its public parts only (the
-index and websocket handlers, its template and static folders), mounted on an aiohttp app of our
-own that adds what it lacks:
+viewer ever starts a llama-server. textual-serve documents one API, `Server(...).serve()`, which
+has no way to add what a share needs, so its `Server`'s index and websocket handlers, its
+`public_url` and its template and static folders are mounted on an aiohttp app of our own, behind
+the gate `SERVE_HANDLERS` (`spectui.core.overrides`: the tested textual-serve, those names
+present, `SPECTUI_STOCK` unset). The app adds:
 
 * **Loopback by default.** Another interface is served only with a warning, and every route
   lives under an unguessable token (`secrets.token_urlsafe`): a request without it is refused.
@@ -12,6 +14,10 @@ own that adds what it lacks:
   and no process is started.
 * **No orphans.** A closed tab closes its websocket; textual-serve then tells the follower to
   quit and waits for it; stopping the share does the same for every viewer.
+
+Where the gate says no, a loopback share runs textual-serve's own `serve()` (no viewer limit,
+said in one line) and a share beyond loopback is refused in one line: without the token guard
+anyone who reaches the port could watch.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from spectui.commands.follow import FollowArgsError, add_follow_arguments, follow_options
 from spectui.config import Settings
+from spectui.core.overrides import Override, enabled, why_off
 from spectui.core.sessions.tail import FollowOptions
 
 if TYPE_CHECKING:
@@ -37,6 +44,36 @@ DEFAULT_LISTEN = "127.0.0.1:8765"
 DEFAULT_MAX_VIEWERS = 20
 TOKEN_BYTES = 24
 """Random bytes in the URL token of a non-loopback share (32 URL-safe characters)."""
+TITLE = "spectui follow"
+
+SERVE_HANDLERS = Override(
+    name="serve-handlers", library="textual-serve", tested_version="1.1.3", for_speed=False
+)
+"""`ShareServer`: textual-serve's `Server.handle_index`/`handle_websocket` on our own app, its
+`public_url` set per request, its template and static folders (see the module docstring)."""
+
+
+def _handlers_present() -> bool:
+    """Whether textual-serve's `Server` has what `ShareServer` mounts, shaped as tested."""
+    import inspect
+    from pathlib import Path
+
+    from textual_serve.server import Server
+
+    server = Server("true")
+    handlers = (Server.handle_index, Server.handle_websocket)
+    return (
+        all(list(inspect.signature(h).parameters) == ["self", "request"] for h in handlers)
+        and inspect.iscoroutinefunction(Server.handle_websocket)
+        and isinstance(server.public_url, str)
+        and (Path(server.templates_path) / "app_index.html").is_file()
+        and Path(server.statics_path).is_dir()
+    )
+
+
+def serve_handlers_enabled() -> bool:
+    """Whether `ShareServer` may mount textual-serve's handlers in this process."""
+    return enabled(SERVE_HANDLERS, _handlers_present)
 
 
 @dataclass(frozen=True)
@@ -152,7 +189,7 @@ class ShareServer:
         self.max_viewers = max_viewers
         self.token = token
         self.prefix = f"/{token}" if token else ""
-        self.serve = Server(command, host=listen.host, port=listen.port, title="spectui follow")
+        self.serve = Server(command, host=listen.host, port=listen.port, title=TITLE)
         self.viewers = 0
         """Viewers connected right now (each one a follower process)."""
 
@@ -246,6 +283,8 @@ def run_share(settings: Settings, args: argparse.Namespace) -> int:
 
     options = follow_options(settings, args)
     listen: Listen = args.listen
+    if not serve_handlers_enabled():
+        return _serve_stock(follower_command(options, settings), listen)
     token = None if listen.loopback else secrets.token_urlsafe(TOKEN_BYTES)
     server = ShareServer(
         follower_command(options, settings), listen, max_viewers=args.max_viewers, token=token
@@ -269,6 +308,25 @@ def run_share(settings: Settings, args: argparse.Namespace) -> int:
             port=listen.port,
             print=lambda _: print(ready, flush=True),
         )
+    except OSError as error:
+        raise FollowArgsError(f"cannot listen on {listen}: {error.strerror}") from None
+    return 0
+
+
+def _serve_stock(command: str, listen: Listen) -> int:
+    """textual-serve's own server (its public API): no token and no viewer limit, so loopback
+    only."""
+    if not listen.loopback:
+        raise FollowArgsError(
+            f"a share beyond this machine needs its token guard, which mounts textual-serve"
+            f" {SERVE_HANDLERS.tested_version}'s handlers, off here ({why_off(SERVE_HANDLERS)}):"
+            " share on 127.0.0.1, or install that version"
+        )
+    from textual_serve.server import Server
+
+    print("spectui: warning: textual-serve's own server: no viewer limit", file=sys.stderr)
+    try:
+        Server(command, host=listen.host, port=listen.port, title=TITLE).serve()
     except OSError as error:
         raise FollowArgsError(f"cannot listen on {listen}: {error.strerror}") from None
     return 0

@@ -1,4 +1,5 @@
-"""Gates for the few places where spectui uses a library's private API for speed.
+"""Gates for the few places where spectui uses a library's private API (for speed, or for what
+its public API cannot do).
 
 Each override names the library, the exact version it was tested with (the one `pyproject.toml`
 pins) and a check of the private names it needs. It is used only when that version is installed,
@@ -38,6 +39,10 @@ class Override(BaseModel):
     """The exact version the override was tested with (pinned in pyproject.toml)."""
     requires: dict[str, str] = {}
     """Other distributions whose internals it uses too, each with its exact tested version."""
+    for_speed: bool = True
+    """Whether it exists to save CPU: then bench/overrides.py holds it to saving at least 10 %
+    of the whole process's CPU. False for one that borrows internals for what the public API
+    cannot do at all (share's guard around textual-serve's handlers)."""
 
     def model_post_init(self, context: object, /) -> None:
         _defined[self.name] = self
@@ -89,7 +94,16 @@ def enabled(override: Override, check: Callable[[], bool]) -> bool:
             reason,
         )
     _decided[override.name] = reason is None
+    _reasons[override.name] = reason
     return reason is None
+
+
+_reasons: dict[str, str | None] = {}
+
+
+def why_off(override: Override) -> str | None:
+    """Why `enabled` said no to ``override`` in this process (None: it said yes, or not asked)."""
+    return _reasons.get(override.name)
 
 
 def _refusal(override: Override, check: Callable[[], bool]) -> str | None:
@@ -114,3 +128,4 @@ def _refusal(override: Override, check: Callable[[], bool]) -> str | None:
 def reset() -> None:
     """Forget every decision (tests switch `SPECTUI_STOCK` within one process)."""
     _decided.clear()
+    _reasons.clear()
