@@ -22,6 +22,10 @@ BLOCKS = " ▁▂▃▄▅▆▇█"
 UNKNOWN_GLYPH = "?"
 """Drawn at the foot of a column whose steps' accepted counts are all unknown."""
 
+ZERO_GLYPH = "_"
+"""Drawn at the foot of a column whose steps accepted nothing (in the axis style): a run that
+accepts nothing shows a floor, not an empty chart."""
+
 
 def _strip(segments: list[Segment], width: int, base: Style) -> Strip:
     return Strip(segments).crop_extend(0, width, base)
@@ -54,6 +58,8 @@ class PositionBars(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.rates: list[float] = []
+        self.empty = "no drafts yet"
+        """Said instead of bars while there are no rates."""
         self._key: object = None
         self._lines: list[Strip] = []
 
@@ -63,7 +69,7 @@ class PositionBars(Widget):
         return [round(rate * height * 8) for rate in rates]
 
     def render_line(self, y: int) -> Strip:
-        key = (tuple(self.rates), self.size, self.rich_style)
+        key = (tuple(self.rates), self.empty, self.size, self.rich_style)
         if key != self._key:
             self._key, self._lines = key, self._build()
         if y < len(self._lines):
@@ -76,7 +82,7 @@ class PositionBars(Widget):
         axis = base + self.get_component_rich_style("bars--axis")
         width_all = self.size.width
         if not self.rates:
-            return [_strip([Segment("no drafts yet", axis)], width_all, base)]
+            return [_strip([Segment(self.empty, axis)], width_all, base)]
         height = max(1, self.size.height - 1)
         width = max(1, min(6, width_all // max(1, len(self.rates))))
         rates = self.rates[: max(1, width_all // width)]
@@ -137,8 +143,8 @@ class StepBars(Widget):
     def _build(self) -> list[Strip]:
         base = self.rich_style
         width = self.size.width
+        axis = base + self.get_component_rich_style("bars--axis")
         if not self.columns:
-            axis = base + self.get_component_rich_style("bars--axis")
             return [_strip([Segment("no steps yet", axis)], width, base)]
         bar = base + self.get_component_rich_style("bars--bar")
         unknown = base + self.get_component_rich_style("bars--unknown")
@@ -147,9 +153,13 @@ class StepBars(Widget):
         rows = _column_rows(self.eighths(), height, cell, gap=cell >= 3)
         looks = [unknown if column.unknown else bar for column in self.columns]
         foot = rows[-1]
-        for index, column in enumerate(self.columns):
+        for index, (column, eighths) in enumerate(zip(self.columns, self.eighths(), strict=True)):
             if column.mean is None:  # (nothing known about these steps: say so)
                 foot[index] = (UNKNOWN_GLYPH * min(cell, 2)).ljust(cell)
+            elif eighths == 0:
+                foot[index] = (ZERO_GLYPH * (cell - 1 if cell >= 3 else cell)).ljust(cell)
+                if not column.unknown:
+                    looks[index] = axis
         lines = []
         for cells in rows:
             segments = [Segment(text, look) for text, look in zip(cells, looks, strict=True)]

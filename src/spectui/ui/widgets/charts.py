@@ -168,6 +168,7 @@ class ChartsPane(Horizontal):
             if bars.cells(bars.rates) != bars.cells(self.position_rates):
                 bars.refresh()  # (rates move a little with every step; the bars seldom do)
             bars.rates = self.position_rates
+            bars.empty = _positions_empty(self.steps, self.unsplit_steps)
             self._set_title("#positions-title", *_positions_titles(self.unsplit_steps))
             plot = self.query_one("#tps-plot", PlotextPlot)
             if plot.display and (data := self._plot_data(plot)) != self._plotted:
@@ -248,6 +249,13 @@ def _steps_titles(steps: StepSeries) -> tuple[str, str]:
         f"accepted per step{scale} · {steps.unknown} unknown",
         f"accepted/step{scale} · {steps.unknown}?",
     )
+
+
+def _positions_empty(steps: StepSeries, unsplit: int) -> str:
+    """What the position chart says while it has no bars."""
+    if steps.steps and unsplit >= steps.steps:
+        return "split unknown"
+    return "none accepted" if steps.steps else "no drafts yet"
 
 
 def _positions_titles(unsplit: int) -> tuple[str, str]:
