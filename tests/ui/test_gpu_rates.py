@@ -44,6 +44,7 @@ from spectui.ui.widgets.charts import from_zero, scale_top
 from spectui.ui.widgets.labels import wrap_label
 from spectui.ui.widgets.metrics import HEADER_LINES, MetricsPane
 from spectui.ui.widgets.series import RateSeries, StepSeries
+from spectui.ui.widgets.token_model import TokenLog
 from spectui.ui.widgets.tokens import TokenView
 
 from .fake_engine import PASSAGE, FakeEngine, split_tokens
@@ -268,6 +269,14 @@ def test_gpu_rates(snap_compare: SnapCompare, scenario: str, size: tuple[int, in
     assert snap_compare(make(), terminal_size=size, run_before=before)
 
 
+def test_two_drafters_without_colour(
+    snap_compare: SnapCompare, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With NO_COLOR the marks alone tell the drafters apart (and underlines the drafts)."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert snap_compare(_app(CHAIN, two_drafters()), terminal_size=(80, 24), run_before=_one_run)
+
+
 # -- what the charts are given -----------------------------------------------------------------
 
 
@@ -465,3 +474,22 @@ def test_the_header_rule_on_the_issues_config() -> None:
         "SYNTHETIC", "draft-simple", "(synth len 3)",
     ]  # fmt: skip
     assert wrap("a,b,c,d,e,f,g,h", 2) == ["a,", "b,", "c,", "d,", "e,", "f…"]
+
+
+def _draft(index: int, step: int, drafter: str) -> TokenEvent:
+    return TokenEvent(
+        index=index, text=f" w{index}", origin=TokenOrigin.DRAFT, step=step, drafter=drafter
+    )
+
+
+def test_a_second_drafter_turns_the_marks_on_and_each_step_opens_one_run() -> None:
+    log = TokenLog()
+    first = [_draft(0, 0, "draft-mtp"), _draft(1, 0, "draft-mtp")]
+    assert log.extend(first) is False and not log.chain
+    target = TokenEvent(index=2, text=" t", origin=TokenOrigin.TARGET, step=0)
+    # The second drafter comes: what is drawn must change (the first one's drafts get a mark).
+    assert log.extend([target, _draft(3, 1, "ngram-mod"), _draft(4, 2, "ngram-mod")]) is True
+    assert log.chain and list(log.drafters) == ["draft-mtp", "ngram-mod"]
+    assert [t.opens_run for t in log.tokens] == [True, False, False, True, True]
+    unknown = TokenEvent(index=5, text=" u", origin=TokenOrigin.UNKNOWN, step=3)
+    assert log.extend([unknown]) is False and log.unknown_count == 1 and log.target_count == 1
