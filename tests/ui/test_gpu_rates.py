@@ -16,11 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from rich.console import Console
 from textual.pilot import Pilot
-from textual.renderables.sparkline import Sparkline as SparklineRenderable
 from textual.widgets import Sparkline
 
 from spectui.config import Settings
@@ -40,11 +36,8 @@ from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest
 from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.widgets.bars import StepBars
-from spectui.ui.widgets.charts import from_zero, scale_top
-from spectui.ui.widgets.labels import wrap_label
-from spectui.ui.widgets.metrics import HEADER_LINES, MetricsPane
-from spectui.ui.widgets.series import RateSeries, StepSeries
-from spectui.ui.widgets.token_model import TokenLog
+from spectui.ui.widgets.charts import from_zero
+from spectui.ui.widgets.metrics import MetricsPane
 from spectui.ui.widgets.tokens import TokenView
 
 from .fake_engine import PASSAGE, FakeEngine, split_tokens
@@ -301,44 +294,6 @@ async def test_a_fraction_of_a_second_fills_the_tokens_per_second_chart() -> Non
         assert str(charts.query_one("#tps-title").render()) == "tokens/s 0–1,625 · 0.20 s"
 
 
-def test_a_backlog_read_at_once_does_not_flatten_the_run() -> None:
-    series = RateSeries()
-    times = [i / 1_500 for i in range(150)]  # 0.1 s at 1,500 tok/s,
-    times += [0.16 + i * 1e-5 for i in range(60)]  # a stall, then 60 tokens read at once,
-    times += [0.17 + i / 1_500 for i in range(150)]  # and 0.1 s more
-    for t in times:
-        series.add(t)
-    rates = [rate for _, rate in series.rates(24)]
-    assert max(rates) > 3 * 1_500  # (the backlog's column)
-    mean = series.mean_rate
-    assert mean is not None and scale_top(rates, mean) == 2 * mean
-    steady = sorted(rates)[len(rates) // 2]
-    assert steady / scale_top(rates, mean) > 0.4  # the run's usual rate: not at the floor
-
-
-def test_n_gram_steps_of_64_tokens_at_once_give_columns_of_several_steps() -> None:
-    series = RateSeries()
-    series.add(0.0)
-    for step in range(30):  # a step every 4 ms, each releasing 64 tokens in one read
-        for _ in range(64):
-            series.add(0.004 * (step + 1))
-    rates = [rate for _, rate in series.rates(80)]
-    assert len(rates) == 30 // 3  # three arrivals a column
-    assert all(rate == pytest.approx(64 / 0.004, rel=0.35) for rate in rates), rates
-
-
-@given(st.lists(st.floats(1.0, 5_000.0), min_size=1, max_size=60), st.integers(1, 60))
-def test_the_sparkline_draws_each_rate_from_zero(rates: list[float], width: int) -> None:
-    renderable = SparklineRenderable(from_zero(rates, width), width=width, height=1)
-    console = Console(width=width, height=1, color_system=None)
-    glyphs = "".join(segment.text for segment in console.render(renderable, console.options))
-    expected = [rates[column * len(rates) // width] for column in range(width)]
-    top = max(expected)
-    assert [SparklineRenderable.BARS.index(glyph) for glyph in glyphs] == [
-        int(rate / top * 7) for rate in expected
-    ]
-
-
 async def test_seventy_percent_reads_as_seventy_percent() -> None:
     app = _app(MTP, seventy())
     async with app.run_test(size=(80, 24)) as pilot:
@@ -393,103 +348,3 @@ async def test_steps_with_an_unknown_split_are_shown_as_unknown() -> None:
         assert metrics is not None and unknown == metrics.metrics.steps_unsplit > 0
         assert str(charts.query_one("#steps-title").render()).endswith(f" · {unknown}?")
         assert str(charts.query_one("#positions-title").render()).endswith(f" · {unknown}?")
-
-
-# -- the series and the header rule ------------------------------------------------------------
-
-
-@given(
-    st.lists(st.floats(0.0, 5.0, allow_nan=False), min_size=2, max_size=400),
-    st.integers(1, 200),
-    st.integers(4, 64),
-)
-def test_rates_cover_the_run_and_average_to_its_rate(
-    times: list[float], columns: int, most: int
-) -> None:
-    series = RateSeries(most=most)
-    for t in sorted(times):
-        series.add(t)
-    assert len(series.counts) <= most  # bounded, however long the run
-    rates = series.rates(columns)
-    span = series.span
-    assert len(rates) <= columns
-    if span <= 0:
-        assert rates == []
-        return
-    # Columns tile the run: widths from the bucket bounds, the last one ending at the newest.
-    total = series.tokens
-    assert total == len(times) - 1
-    times_mid = [t for t, _ in rates]
-    assert times_mid == sorted(times_mid)
-    assert all(series.origin is not None and series.origin <= t <= series.newest for t in times_mid)
-
-
-@given(
-    st.lists(
-        st.tuples(st.integers(1, 8), st.integers(0, 8), st.integers(1, 3), st.booleans()),
-        max_size=300,
-    ),
-    st.integers(1, 80),
-)
-def test_step_columns_keep_every_step_and_never_take_the_largest(
-    steps: list[tuple[int, int, int, bool]], columns: int
-) -> None:
-    series = StepSeries(most=16)
-    for drafted, accepted, count, known in steps:
-        series.add(drafted * count, min(accepted, drafted) * count, count, known)
-    out = series.columns(columns)
-    assert len(out) <= columns
-    assert sum(c.steps + c.unknown for c in out) == sum(count for _, _, count, _ in steps)
-    known_steps, known_accepted = series.known
-    assert sum(c.steps for c in out) == known_steps
-    assert sum((c.mean or 0) * c.steps for c in out) == pytest.approx(known_accepted)
-    assert all(c.mean is None or c.mean <= series.top for c in out)
-
-
-@given(
-    st.lists(st.sampled_from(["ngram-mod", "draft-mtp", "ngram-map-k4v", "draft-eagle3"]),
-             min_size=1, max_size=4, unique=True),
-    st.integers(1, 8),
-    st.integers(4, 40),
-)  # fmt: skip
-def test_a_config_wraps_to_its_column(types: list[str], n_max: int, width: int) -> None:
-    label = SpecConfig(types=tuple(types), draft_n_max=n_max, draft_n_min=1).label
-    lines = wrap_label(label, width, HEADER_LINES)
-    assert 1 <= len(lines) <= HEADER_LINES
-    assert all(len(line) <= width for line in lines)
-    if len(label) <= width:
-        assert lines == [label]
-
-
-def test_the_header_rule_on_the_issues_config() -> None:
-    def wrap(label: str, width: int) -> list[str]:
-        return wrap_label(label, width, HEADER_LINES)
-
-    assert wrap("draft-mtp (n-max 2, n-min 1)", 12) == ["draft-mtp", "(n-max 2,", "n-min 1)"]
-    assert wrap("draft-mtp (n-max 2, n-min 1)", 18) == ["draft-mtp", "(n-max 2, n-min 1)"]
-    assert wrap("ngram-mod,draft-mtp (n-max 2)", 12) == ["ngram-mod,", "draft-mtp", "(n-max 2)"]
-    assert wrap("ngram-mod,draft-mtp (n-max 2)", 30) == ["ngram-mod,draft-mtp (n-max 2)"]
-    assert wrap("ngram-map-k4v,draft-eagle3", 11) == ["ng-map-k4v,", "dr-eagle3"]
-    assert wrap("SYNTHETIC draft-simple (synth len 3)", 13) == [
-        "SYNTHETIC", "draft-simple", "(synth len 3)",
-    ]  # fmt: skip
-    assert wrap("a,b,c,d,e,f,g,h", 2) == ["a,", "b,", "c,", "d,", "e,", "f…"]
-
-
-def _draft(index: int, step: int, drafter: str) -> TokenEvent:
-    return TokenEvent(
-        index=index, text=f" w{index}", origin=TokenOrigin.DRAFT, step=step, drafter=drafter
-    )
-
-
-def test_a_second_drafter_turns_the_marks_on_and_each_step_opens_one_run() -> None:
-    log = TokenLog()
-    first = [_draft(0, 0, "draft-mtp"), _draft(1, 0, "draft-mtp")]
-    assert log.extend(first) is False and not log.chain
-    target = TokenEvent(index=2, text=" t", origin=TokenOrigin.TARGET, step=0)
-    # The second drafter comes: what is drawn must change (the first one's drafts get a mark).
-    assert log.extend([target, _draft(3, 1, "ngram-mod"), _draft(4, 2, "ngram-mod")]) is True
-    assert log.chain and list(log.drafters) == ["draft-mtp", "ngram-mod"]
-    assert [t.opens_run for t in log.tokens] == [True, False, False, True, True]
-    unknown = TokenEvent(index=5, text=" u", origin=TokenOrigin.UNKNOWN, step=3)
-    assert log.extend([unknown]) is False and log.unknown_count == 1 and log.target_count == 1
