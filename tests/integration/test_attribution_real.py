@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -147,7 +147,7 @@ BYTE_FALLBACK = {
     "linear-b": "Linear B: 𐀀 𐀁 𐀂 𐀃 𐀄 𐀅 𐀆 𐀇 𐀈 𐀉 𐀊 𐀋 𐀍 𐀎 𐀏 𐀐",
     "cjk-ext-b": "古文：𠀀𠀁𠀂𠀃𠀄𠀅𠀆𠀇𠀈𠀉𠀊𠀋𠀌𠀍𠀎𠀏",
 }
-HELD_BACK_SPECS = {
+HELD_BACK_SPECS: dict[str, dict[str, object]] = {
     "draft-simple": {"draft_n_max": 4},
     "ngram-mod": {"server_args": ["--spec-ngram-mod-n-min", "2", "--spec-ngram-mod-n-match", "4"]},
 }
@@ -155,8 +155,8 @@ HELD_BACK_SPECS = {
 
 @pytest.mark.parametrize("prompt", sorted(BYTE_FALLBACK))
 @pytest.mark.parametrize("spec_type", sorted(HELD_BACK_SPECS))
-async def test_chunks_of_several_steps_equal_server_metrics(  # type: ignore[no-untyped-def]
-    engine_for, gemma_model: Path, spec_type: str, prompt: str
+async def test_chunks_of_several_steps_equal_server_metrics(
+    engine_for: Callable[..., Awaitable[LiveEngine]], gemma_model: Path, spec_type: str, prompt: str
 ) -> None:
     settings: dict[str, object] = dict(HELD_BACK_SPECS[spec_type])
     if spec_type == "draft-simple":

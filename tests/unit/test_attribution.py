@@ -5,14 +5,26 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spectui.core.events import StepEvent, TokenEvent, TokenOrigin
+from spectui.core.events import (
+    EngineEvent,
+    StepEvent,
+    TokenEvent,
+    TokenOrigin,
+    engine_event_adapter,
+)
 from spectui.core.llama.protocol import ServerMetrics
+from spectui.core.proxy.chunks import StreamAttribution
+from spectui.core.request import GenerationRequest
+from spectui.core.sessions.file import Session, SessionHeader
+from spectui.core.sessions.replay import recompute
 from spectui.core.stream.attribution import Attributor, ChunkCounters
+from spectui.core.stream.dialects import EndpointKind
 from spectui.core.stream.metrics import MetricsTracker
 from spectui.core.stream.run import ChunkProcessor
 
@@ -337,3 +349,37 @@ def test_simulated_server_is_attributed_exactly_where_it_can_be(
     if len(sim.chunks) == len(sim.origins):  # nothing held back: everything is known
         assert metrics.steps == sim.steps
         assert fewer == more == metrics.steps_unsplit == unknown == 0
+
+
+MULTI_STEP = [("a", 1, 0, 0), ("b", 2, 2, 1), ("", 3, 2, 1), ("\U0001f600", 7, 6, 2)]
+MULTI_STEP += [("c", 9, 8, 4), ("", 10, 8, 4), ("d", 12, 10, 4)]
+
+
+def test_the_proxy_attributes_multi_step_chunks_as_the_stream_does() -> None:
+    processor = ChunkProcessor(chat=False, limit=12)
+    proxied = StreamAttribution(EndpointKind.NATIVE, strip=False, keep_events=True, limit=12)
+    for i, (text, n, drafted, accepted) in enumerate(MULTI_STEP):
+        processor.feed(completion(text, n, drafted, accepted), t=i * 0.01)
+        proxied.line(b"data: " + completion(text, n, drafted, accepted).encode() + b"\n", i * 0.01)
+    proxied.settle()
+    assert proxied.tracker.snapshot() == processor.tracker.snapshot()
+    assert proxied.attributor.steps_range == processor.attributor.steps_range
+
+
+def test_a_recording_replays_the_multi_step_numbers() -> None:
+    # Through the session file's JSON and replay's recomputation: the same steps, ranges,
+    # unsplit steps and unknown origins as live.
+    processor = ChunkProcessor(chat=False, limit=12)
+    events: list[EngineEvent] = []
+    for i, (text, n, drafted, accepted) in enumerate(MULTI_STEP):
+        events += processor.feed(completion(text, n, drafted, accepted), t=i * 0.01)
+    live = processor.summary(t=1.0)
+    events.append(live)
+    assert live.metrics.steps_unsplit and live.metrics.origin_unknown_tokens
+    written = [engine_event_adapter.validate_json(e.model_dump_json()) for e in events]
+    header = SessionHeader(request=GenerationRequest(prompt="p", n_predict=12))
+    replayed = recompute(Session(Path("run.spectui"), header, written)).summary.metrics
+    fields = "steps steps_maybe_fewer steps_maybe_more steps_unsplit accepted_unplaced"
+    fields += " origin_unknown_tokens accepted_per_position"
+    names = fields.split()
+    assert {f: getattr(replayed, f) for f in names} == {f: getattr(live.metrics, f) for f in names}

@@ -89,6 +89,11 @@ def summary_line(m: RunMetrics) -> str:
     if m.drafted:
         rate = f" ({m.acceptance_rate:.0%})" if m.acceptance_rate is not None else ""
         parts.append(f"drafted {m.drafted}, accepted {m.accepted}{rate}, {m.steps} steps")
+        if m.steps_maybe_fewer or m.steps_maybe_more:  # chunks that carried several steps
+            low, high = m.steps - m.steps_maybe_fewer, m.steps + m.steps_maybe_more
+            parts.append(f"steps between {low} and {high} by the counters")
+        if m.steps_unsplit:
+            parts.append(f"{m.steps_unsplit} steps not placed by position")
         if len(m.by_drafter) > 1:  # a chain: each drafter's share
             shares = (f"{n} {s.accepted}/{s.drafted}" for n, s in m.by_drafter.items())
             parts.append("by drafter " + ", ".join(shares))
@@ -130,6 +135,11 @@ def _json_record(event: EngineEvent) -> dict[str, object] | None:
             "rejected": event.rejected,
             "first_token": event.first_token,
             "drafter": event.drafter,
+            # (a chunk of held-back UTF-8 can carry several steps: see `StepEvent.steps`)
+            "steps": event.steps,
+            "split_known": event.split_known,
+            "steps_maybe_fewer": event.steps_maybe_fewer,
+            "steps_maybe_more": event.steps_maybe_more,
         }
     if isinstance(event, SummaryEvent):
         return summary_record(event)

@@ -139,7 +139,9 @@ class TrafficHub:
         )
         attribution = None
         if body.streamed:
-            attribution = StreamAttribution(kind, strip=body.strip, keep_events=self.keep_events)
+            attribution = StreamAttribution(
+                kind, strip=body.strip, keep_events=self.keep_events, limit=body.n_predict
+            )
         live = LiveRequest(info, attribution, self.clock())
         self.live[info.id] = live
         for listener in self.listeners:

@@ -47,12 +47,16 @@ from spectui.core.stream.naming import RunNaming
 class ChunkProcessor:
     """SSE `data:` payloads in, attributed events out; also keeps the run's metrics and text."""
 
-    def __init__(self, *, chat: bool, naming: RunNaming | None = None) -> None:
+    def __init__(
+        self, *, chat: bool, naming: RunNaming | None = None, limit: int | None = None
+    ) -> None:
         self.chat = chat
         self.naming = naming
         """Names each step's drafter (`stream.naming`); None: the spec is not known."""
         self.kind = EndpointKind.OAI_CHAT if chat else EndpointKind.NATIVE
-        self.attributor = Attributor()
+        # ``limit``: the request's n_predict; the server drafts nothing for the last token, which
+        # settles some chunks that carry several steps (`Attributor.limit`).
+        self.attributor = Attributor(limit=limit)
         self.tracker = MetricsTracker()
         self.text_parts: list[str] = []
         self.token_ids: list[int] = []
@@ -182,7 +186,7 @@ class StreamRun:
         self._queue: asyncio.Queue[EngineEvent | object] = asyncio.Queue()
         self._cancel_requested = False
         self._reader: asyncio.Task[None] | None = None
-        self.processor = ChunkProcessor(chat=request.chat)
+        self.processor = ChunkProcessor(chat=request.chat, limit=request.n_predict)
         self._t0 = 0.0
         self._last_memory_t = -1e9
 
