@@ -364,7 +364,7 @@ def test_the_verdict_says_where_speculation_stops_paying_in_one_sentence() -> No
         "keep up to 2 concurrent streams — 1.42x at 1, 1.10x at 2; drop at 4 (0.83x, 0.78–0.88)"
     )
     assert level_sentence(rows[:2]) == "keep at every level — 1.42x at 1, 1.10x at 2"
-    assert level_sentence([rows[2]]) == "no level pays — drop at 4 (0.83x, 0.78–0.88)"
+    assert level_sentence([rows[2]]) == "a keep at no level — drop at 4 (0.83x, 0.78–0.88)"
     pending = rows[2].model_copy(update={"verdict": "pending", "runs": 3})
     assert level_sentence([rows[0], pending]) == "pending — 12 of 18 requests done"
 

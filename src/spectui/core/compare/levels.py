@@ -262,7 +262,7 @@ def level_sentence(rows: Sequence[LevelRow]) -> str:
         speeds = ", ".join(f"{_speed(r)} at {r.level}" for r in rows[:kept])
         streams = "stream" if top == 1 else "streams"
         return f"keep up to {top} concurrent {streams} — {speeds}; {rest}"
-    return f"no level pays — {rest}"
+    return f"a keep at no level — {rest}"
 
 
 def _speed(row: LevelRow) -> str:
