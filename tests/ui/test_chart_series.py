@@ -7,6 +7,8 @@ cases seen on a real tiny-model server (a backlog read at once, 64 tokens in one
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -65,25 +67,29 @@ def test_the_sparkline_draws_each_rate_from_zero(rates: list[float], width: int)
     st.integers(1, 200),
     st.integers(4, 64),
 )
-def test_rates_cover_the_run_and_average_to_its_rate(
+def test_rates_tile_the_run_and_keep_every_token(
     times: list[float], columns: int, most: int
 ) -> None:
     series = RateSeries(most=most)
     for t in sorted(times):
         series.add(t)
     assert len(series.counts) <= most  # bounded, however long the run
-    rates = series.rates(columns)
-    span = series.span
-    assert len(rates) <= columns
-    if span <= 0:
-        assert rates == []
+    spans = series.spans(columns)
+    assert len(spans) <= columns
+    if series.span <= 0:
+        assert spans == []
         return
-    # Columns tile the run: widths from the bucket bounds, the last one ending at the newest.
-    total = series.tokens
-    assert total == len(times) - 1
-    times_mid = [t for t, _ in rates]
-    assert times_mid == sorted(times_mid)
-    assert all(series.origin is not None and series.origin <= t <= series.newest for t in times_mid)
+    # From the first token to the newest, end to end, every token after the first in one column:
+    # so the columns' rates, weighted by their time, average to the run's rate.
+    assert spans[0][0] == series.origin
+    assert spans[-1][1] == pytest.approx(series.newest)
+    assert all(end == start for (_, end, _), (start, _, _) in pairwise(spans))
+    assert all(end > start for start, end, _ in spans)
+    assert sum(count for _, _, count in spans) == series.tokens == len(times) - 1
+    rates = series.rates(columns)
+    pairs = zip(rates, spans, strict=True)
+    weighted = sum(rate * (end - start) for (_, rate), (start, end, _) in pairs)
+    assert weighted == pytest.approx(series.tokens)
 
 
 @given(

@@ -100,28 +100,31 @@ class RateSeries:
         self.counts = [sum(self.counts[i : i + 2]) for i in pairs]
         self.width *= 2
 
-    def rates(self, columns: int) -> list[tuple[float, float]]:
-        """At most ``columns`` (client time at the middle, tokens/s) over the whole run so far;
-        empty until two tokens are apart in time."""
+    def spans(self, columns: int) -> list[tuple[float, float, int]]:
+        """At most ``columns`` (start, end, tokens) in client time, tiling the run from the first
+        token to the newest; empty until two tokens are apart in time."""
         span = self.span
         if self.origin is None or span <= 0 or not self.counts:
             return []
         buckets = len(self.counts)
         # Two buckets a column at least: the newest bucket is only partly measured, and a column
-        # that is nothing else would be one token over a sliver of time.
+        # that is nothing else would be one token over a sliver of time. (So every column is
+        # longer than nothing: the last starts at least a bucket before the newest token.)
         tokens, arrivals = self.tokens // TOKENS_PER_COLUMN, self.arrivals // ARRIVALS_PER_COLUMN
         groups = max(1, min(columns, buckets // 2, tokens, arrivals))
-        out: list[tuple[float, float]] = []
+        out: list[tuple[float, float, int]] = []
         for group in range(groups):
             low, high = buckets * group // groups, buckets * (group + 1) // groups
-            start, end = low * self.width, min(high * self.width, span)
-            if group == groups - 1:
-                end = span  # (the last column ends at the newest token)
-            if end <= start:
-                continue
+            end = span if group == groups - 1 else high * self.width  # (the newest token)
             count = sum(self.counts[low:high])
-            out.append((self.origin + (start + end) / 2, count / (end - start)))
+            out.append((self.origin + low * self.width, self.origin + end, count))
         return out
+
+    def rates(self, columns: int) -> list[tuple[float, float]]:
+        """(client time at the middle, tokens/s) of each of `spans`: its tokens over its time."""
+        return [
+            ((start + end) / 2, count / (end - start)) for start, end, count in self.spans(columns)
+        ]
 
 
 @dataclass(frozen=True, slots=True)
