@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,13 +14,17 @@ from hypothesis import strategies as st
 
 from spectui.core.events import (
     EngineEvent,
+    RunMetrics,
     StepEvent,
     TokenEvent,
     TokenOrigin,
     engine_event_adapter,
 )
 from spectui.core.llama.protocol import ServerMetrics
+from spectui.core.proxy.aggregate import aggregate
 from spectui.core.proxy.chunks import StreamAttribution
+from spectui.core.proxy.models import RequestInfo, RequestStatus, TrafficRecord
+from spectui.core.proxy.prom import ProxyMetrics
 from spectui.core.request import GenerationRequest
 from spectui.core.sessions.file import Session, SessionHeader
 from spectui.core.sessions.replay import recompute
@@ -383,3 +388,26 @@ def test_a_recording_replays_the_multi_step_numbers() -> None:
     fields += " origin_unknown_tokens accepted_per_position"
     names = fields.split()
     assert {f: getattr(replayed, f) for f in names} == {f: getattr(live.metrics, f) for f in names}
+
+
+def test_proxy_totals_leave_unsplit_steps_out_of_the_position_rates() -> None:
+    info = RequestInfo(
+        id=1, started=datetime(2026, 1, 1, tzinfo=UTC), client="c", endpoint="/completion",
+        kind=EndpointKind.NATIVE, model="m", streamed=True, per_token=True,
+    )  # fmt: skip
+    metrics = RunMetrics(
+        tokens=12, drafted=10, accepted=4, steps=4, accepted_per_position=[1, 1],
+        steps_unsplit=2, accepted_unplaced=2,
+    )  # fmt: skip
+    record = TrafficRecord(
+        info=info, status=RequestStatus.DONE, http_status=200, metrics=metrics, tokens=12,
+        drafted=10, accepted=4,
+    )  # fmt: skip
+    total = aggregate([record, record])
+    assert (total.steps, total.steps_unsplit) == (8, 4)
+    assert total.position_rates == [0.5, 0.5]  # 2 of the 4 steps with a known split
+    exported = ProxyMetrics()
+    exported.request_finished(None, record)  # type: ignore[arg-type]  # unused by the counter
+    text = exported.exposition().decode()
+    assert 'spectui_proxy_steps_unsplit_total{endpoint="/completion",model="m"} 2.0' in text
+    assert 'spectui_proxy_accepted_unplaced_total{endpoint="/completion",model="m"} 2.0' in text

@@ -30,7 +30,10 @@ class Aggregate(BaseModel):
     steps: int = 0
     """Verification steps (attributed requests)."""
     accepted_per_position: list[int] = Field(default_factory=list)
-    """Steps that accepted a token at each position (attributed requests)."""
+    """Steps that accepted a token at each position (attributed requests; steps whose split is
+    known, see `RunMetrics.steps_unsplit`)."""
+    steps_unsplit: int = 0
+    """Of ``steps``, those whose accepted drafts could not be placed by position."""
     decode_seconds: float = 0.0
     """Sum of first-to-last-token times (attributed requests)."""
     decode_tokens: int = 0
@@ -56,8 +59,9 @@ class Aggregate(BaseModel):
 
     @property
     def position_rates(self) -> list[float]:
-        """Share of steps that accepted a token at each position."""
-        return [n / self.steps for n in self.accepted_per_position] if self.steps else []
+        """Share of the steps with a known split that accepted a token at each position."""
+        split = self.steps - self.steps_unsplit
+        return [n / split for n in self.accepted_per_position] if split > 0 else []
 
 
 def aggregate(records: Iterable[TrafficRecord]) -> Aggregate:
@@ -70,6 +74,7 @@ def aggregate(records: Iterable[TrafficRecord]) -> Aggregate:
             "drafted",
             "accepted",
             "steps",
+            "steps_unsplit",
             "decode_tokens",
             "accepted_attributed",
         ),
@@ -87,6 +92,7 @@ def aggregate(records: Iterable[TrafficRecord]) -> Aggregate:
             continue
         fields["attributed"] += 1
         fields["steps"] += metrics.steps
+        fields["steps_unsplit"] += metrics.steps_unsplit
         fields["accepted_attributed"] += metrics.accepted
         missing = len(metrics.accepted_per_position) - len(positions)
         positions.extend([0] * max(missing, 0))

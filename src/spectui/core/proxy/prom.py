@@ -68,6 +68,22 @@ class ProxyMetrics:
             [*_LABELS, "position"],
             registry=registry,
         )
+        # Held-back UTF-8 can put several steps in one chunk; where their accepted drafts
+        # cannot be placed by position they are counted here (`RunMetrics.steps_unsplit`): per
+        # position rates divide by steps - steps_unsplit, and the accepted drafts of per-token
+        # requests are accepted_per_position + accepted_unplaced.
+        self.steps_unsplit = Counter(
+            prefix + "steps_unsplit",
+            "Verification steps whose accepted drafts could not be placed by position",
+            _LABELS,
+            registry=registry,
+        )
+        self.accepted_unplaced = Counter(
+            prefix + "accepted_unplaced",
+            "Accepted draft tokens of the steps that could not be placed by position",
+            _LABELS,
+            registry=registry,
+        )
         self.ttft = Histogram(
             prefix + "ttft_seconds",
             "Time to first token, on the proxy's clock",
@@ -142,6 +158,10 @@ class ProxyMetrics:
             return
         if metrics.steps:
             self.steps.labels(*labels).inc(metrics.steps)
+            # (also at 0: the dashboard adds and subtracts them, and PromQL's sum of a missing
+            # series is no value, not 0)
+            self.steps_unsplit.labels(*labels).inc(metrics.steps_unsplit)
+            self.accepted_unplaced.labels(*labels).inc(metrics.accepted_unplaced)
         for position, count in enumerate(metrics.accepted_per_position):
             if count:
                 self.per_position.labels(*labels, str(position)).inc(count)
