@@ -411,3 +411,14 @@ def test_proxy_totals_leave_unsplit_steps_out_of_the_position_rates() -> None:
     text = exported.exposition().decode()
     assert 'spectui_proxy_steps_unsplit_total{endpoint="/completion",model="m"} 2.0' in text
     assert 'spectui_proxy_accepted_unplaced_total{endpoint="/completion",model="m"} 2.0' in text
+
+
+def test_compare_records_keep_what_attribution_could_not_place() -> None:
+    # A compare run's record takes RunMetrics' fields by name: the multi-step ones included.
+    from spectui.core.compare.attempt import _SHARED_METRICS
+    from spectui.core.compare.export import CSV_FIELDS
+
+    multi_step = {"steps_unsplit", "accepted_unplaced", "steps_maybe_fewer", "steps_maybe_more"}
+    multi_step.add("origin_unknown_tokens")
+    assert multi_step <= _SHARED_METRICS
+    assert multi_step <= set(CSV_FIELDS)

@@ -307,9 +307,19 @@ class RunRecord(BaseModel):
     mean_acceptance_length: float | None = None
     """Tokens per verification step (1 + accepted / steps)."""
     accepted_per_position: list[int] = Field(default_factory=list)
-    """Steps that accepted a draft token at each position."""
+    """Steps that accepted a draft token at each position (those with a known split)."""
     attribution_anomalies: int = 0
     """Times the server's counters did not fit the attribution model (see `RunMetrics`)."""
+    steps_unsplit: int = 0
+    """Steps whose accepted drafts could not be placed by position (`RunMetrics`)."""
+    accepted_unplaced: int = 0
+    """Their accepted drafts: ``sum(accepted_per_position) + accepted_unplaced == accepted``."""
+    steps_maybe_fewer: int = 0
+    """How many fewer steps than ``steps`` the server's counters allow (`RunMetrics`)."""
+    steps_maybe_more: int = 0
+    """How many more steps than ``steps`` the server's counters allow."""
+    origin_unknown_tokens: int = 0
+    """Tokens whose origin (draft or target) the stream could not tell."""
     peak_rss_bytes: int | None = None
     """Highest RSS of the server during the run."""
     peak_rss_minus_shared_bytes: int | None = None

@@ -64,7 +64,10 @@ def _truncated(run: RunRecord, k_new: int, model: CostModel, group: str) -> floa
     if run.steps == 0:
         return model.decode_time_ms(run.tokens - 1 - run.accepted, 0, run.drafted, group)
     positions = run.accepted_per_position
-    per_step = 1 + sum(positions[j] / run.steps for j in range(min(k_new, len(positions))))
+    split = run.steps - run.steps_unsplit  # (the steps whose acceptance by position is known)
+    if split <= 0:
+        return None
+    per_step = 1 + sum(positions[j] / split for j in range(min(k_new, len(positions))))
     drafted = min(run.drafted / run.steps, float(k_new))
     singles = max(run.tokens - 1 - run.accepted - run.steps, 0)
     steps = (run.steps + run.accepted) / per_step

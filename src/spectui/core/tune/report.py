@@ -219,8 +219,8 @@ def acceptance_hint(
         and not r.warmup
         and (prompt is None or r.prompt == prompt)
     ]
-    steps = sum(r.steps for r in runs)
-    if not steps:
+    steps = sum(r.steps - r.steps_unsplit for r in runs)  # (those placed by position)
+    if steps <= 0:
         return None
     width = max((len(r.accepted_per_position) for r in runs), default=0)
     totals = [
