@@ -406,8 +406,8 @@ class MainScreen(Screen[None]):
         self._show_title()
 
     def _show_title(self) -> None:
-        """The server's whole config in the app's title: the metrics columns wrap or shorten
-        it, screenshots and exports carry it whole."""
+        """The server's whole config as the app's title, which Textual's screenshots (the command
+        palette's 'Save screenshot') put in their title bar; the metrics columns wrap it."""
         spec = self.engine.info.spec
         self.app.title = f"spectui · {spec.label}" if spec else "spectui"
 
