@@ -109,9 +109,12 @@ async def test_lanes_stack_at_80x24() -> None:
         grid = screen.query_one(SlotsGrid)
         assert grid.has_class("-stacked") and not grid.has_class("-tiled")
         for lane in screen.lanes:
-            assert lane.stacked and lane.border_title == lane.title_text
-            assert len(lane.title_text) <= 76  # the whole title on one line of 80 columns
-            assert lane.region.height >= 4  # a title line and at least three lines of tokens
+            assert lane.stacked and not lane.border_title
+            assert lane.header.text == lane.title_text.removeprefix("lane ")
+            assert len(lane.header.text) <= 78  # the whole header on one line of 80 columns
+            assert lane.view.region.height >= 4  # under the header, four lines of tokens
+        for line in screen.aggregate.text.splitlines():
+            assert len(line) <= 78
 
 
 async def test_more_requests_than_lanes_wait_for_one() -> None:

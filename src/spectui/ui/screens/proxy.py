@@ -21,6 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Static
 from textual.widgets.data_table import ColumnKey
 
@@ -244,6 +245,7 @@ class TrafficScreen(Screen[None]):
         self._dirty_aggregate = True
         self._aggregated_at = datetime.min.replace(tzinfo=UTC)
         self._aggregate_shown: object = None
+        self._intervals: list[Timer] = []
         self.lanes: HubLanes | None = None
         """The slots view's lanes, from the first time it is opened (they outlive the view)."""
 
@@ -259,8 +261,22 @@ class TrafficScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.set_interval(0.25, self._refresh_live, name="traffic-live")
-        self.set_interval(0.5, self._refresh_aggregate, name="traffic-aggregate")
+        self._intervals = [
+            self.set_interval(0.25, self._refresh_live, name="traffic-live"),
+            self.set_interval(0.5, self._refresh_aggregate, name="traffic-aggregate"),
+        ]
+
+    def on_screen_suspend(self) -> None:
+        # Covered (the slots view, a request's tokens): Textual composes the screen below into
+        # the one on top, so each refresh of this hidden table repainted the whole screen on
+        # top, six times a second (the slots view: 4 full frames a second of 4 lanes).
+        for timer in self._intervals:
+            timer.pause()
+
+    def on_screen_resume(self) -> None:
+        self._dirty_aggregate = True
+        for timer in self._intervals:
+            timer.resume()
 
     @property
     def table(self) -> DataTable[str | Text]:

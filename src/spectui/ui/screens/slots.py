@@ -177,10 +177,11 @@ class HubLanes:
         acceptance = fmt.DASH if not drafted else f"{accepted / drafted:.0%}"
         waiting = f" · {len(self.waiting)} waiting for a lane" if self.waiting else ""
         return (
-            f"{len(self.hub.live)} streaming · {fmt.rate(total if streaming else None)} total · "
-            f"acceptance {acceptance} ({accepted}/{drafted} over the lanes){waiting}\n"
-            f"{len(self.lanes)} lanes, one per concurrent request · slot ?: the proxy does not "
-            "see it"
+            f"{len(self.hub.live)} streaming{waiting} · "
+            f"{fmt.rate(total if streaming else None)} total · "
+            f"acceptance {acceptance} ({accepted}/{drafted})\n"
+            f"{len(self.lanes)} lanes, one per concurrent request · slot ?: the proxy cannot "
+            "tell which"
         )
 
 

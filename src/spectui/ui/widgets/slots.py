@@ -3,19 +3,20 @@ own acceptance and tokens/s in its title — and the server's aggregate line abo
 
 Lanes tile two by two where a lane still gets a useful width and height (`TILE_MIN`), and stack
 one under the other below that (80×24: four lanes of a title line and four lines of tokens).
-A stacked lane has no bottom border, so its numbers go in its title; a tiled one titles itself
-with the request and carries its numbers in the subtitle. Titles are set only when their text
-changed: setting one repaints the whole lane.
+Each lane's numbers are on a header line of their own, repainted when its text changes (a
+border title that changed would repaint the whole lane, twice a second); a tiled lane's border
+names its request, a stacked lane has no border and its header names it too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Container, Vertical
 from textual.events import Resize
-from textual.widgets import Static
+from textual.widget import Widget
 
 from spectui.core.events import TokenEvent
 from spectui.ui import format as fmt
@@ -65,8 +66,26 @@ class LaneNumbers:
         )
 
 
+class LineText(Widget):
+    """Fixed lines of text, repainted (never laid out again) when they change: the numbers
+    change twice a second, and a `Static`'s update asks for a layout of the whole screen."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.text = ""
+        """What is shown (tests read it)."""
+
+    def show(self, text: str) -> None:
+        if text != self.text:  # (an unchanged line costs no frame)
+            self.text = text
+            self.refresh()
+
+    def render(self) -> Text:
+        return Text(self.text, no_wrap=True, overflow="ellipsis")
+
+
 class SlotLane(Vertical):
-    """One lane: a token pane titled by its request, with that request's numbers."""
+    """One lane: a header line (who is in it, and its numbers) over its token pane."""
 
     DEFAULT_CSS = """
     SlotLane {
@@ -74,11 +93,14 @@ class SlotLane(Vertical):
         width: 1fr;
         border: round $primary;
         border-title-color: $text;
-        border-subtitle-color: $text-muted;
         padding: 0 0 0 1;
     }
     SlotLane.-streaming {
         border: round $secondary;
+    }
+    SlotLane > .lane-header {
+        height: 1;
+        color: $text-muted;
     }
     """
 
@@ -91,10 +113,12 @@ class SlotLane(Vertical):
         self.numbers = LaneNumbers()
         """The numbers shown."""
         self.stacked = False
-        """Whether the lane is stacked (numbers in the title) or tiled (in the subtitle)."""
+        """Stacked: no border, the header names the lane too. Tiled: the border's title does."""
+        self._header = LineText(classes="lane-header")
         self._view = TokenView()
 
     def compose(self) -> ComposeResult:
+        yield self._header
         yield self._view
 
     def on_mount(self) -> None:
@@ -104,6 +128,10 @@ class SlotLane(Vertical):
     @property
     def view(self) -> TokenView:
         return self._view
+
+    @property
+    def header(self) -> LineText:
+        return self._header
 
     def begin(self, label: str) -> None:
         """A new request takes the lane."""
@@ -120,11 +148,12 @@ class SlotLane(Vertical):
         self._view.add(tokens)
 
     def show(self, numbers: LaneNumbers) -> None:
-        """The request's numbers now; the title is redrawn only when its text changes."""
+        """The request's numbers now: only the header line is repainted, when it changed."""
         if numbers != self.numbers:
+            if (numbers.state == "streaming") != (self.numbers.state == "streaming"):
+                self.set_class(numbers.state == "streaming", "-streaming")
             self.numbers = numbers
-            self.set_class(numbers.state == "streaming", "-streaming")
-            self._retitle()
+            self._header.show(self._header_text())
 
     def finish(self, numbers: LaneNumbers) -> None:
         """The request ended: its final numbers, and the pane settles at its end."""
@@ -138,49 +167,40 @@ class SlotLane(Vertical):
 
     @property
     def title_text(self) -> str:
-        """The whole of what the lane's borders say (tests read it)."""
-        return " · ".join(part for part in (self.name_text, self.numbers.text()) if part)
+        """Who is in the lane and its numbers, as one line (tests read it)."""
+        return f"{self.name_text} · {self.numbers.text()}"
 
     @property
     def name_text(self) -> str:
-        """'lane 2 · #14 · slot ?'; stacked, '2 · #14 · slot ?' (the whole title must fit one
-        line of 80 columns)."""
-        lane = str(self.index + 1) if self.stacked else f"lane {self.index + 1}"
+        """'lane 2 · #14 · slot ?'."""
+        lane = f"lane {self.index + 1}"
         return f"{lane} · {self.label}" if self.label else lane
 
-    def _retitle(self) -> None:
+    def _header_text(self) -> str:
+        # Stacked (80 columns) the header is the lane's only title, and must fit one line.
         if self.stacked:
-            title, subtitle = self.title_text, ""
-        else:
-            title, subtitle = self.name_text, self.numbers.text()
-        if self.border_title != title:
+            return self.title_text.removeprefix("lane ")
+        return self.numbers.text()
+
+    def _retitle(self) -> None:
+        title = "" if self.stacked else self.name_text
+        if self.border_title != title:  # (a new title repaints the whole lane: rarely)
             self.border_title = title
-        if self.border_subtitle != subtitle:
-            self.border_subtitle = subtitle
+        self._header.show(self._header_text())
 
 
-class SlotsAggregate(Static):
-    """The server's aggregate over the lanes: tokens/s, acceptance, requests streaming."""
+class SlotsAggregate(LineText):
+    """The aggregate over the lanes (tokens/s, acceptance, requests streaming) and what a lane
+    stands for: two lines."""
 
     DEFAULT_CSS = """
     SlotsAggregate {
-        height: auto;
-        max-height: 3;
+        height: 2;
         padding: 0 1;
         background: $panel;
         color: $text;
     }
     """
-
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__("", id=id)
-        self.text = ""
-        """What is shown (tests read it)."""
-
-    def show(self, text: str) -> None:
-        if text != self.text:  # (an unchanged line costs no frame)
-            self.text = text
-            self.update(text)
 
 
 class SlotsGrid(Container):
@@ -200,10 +220,18 @@ class SlotsGrid(Container):
     /* (here, not in SlotLane's own styles: those are scoped to the lane) */
     SlotsGrid.-stacked > SlotLane {
         border: none;
-        border-top: solid $primary;
+        padding: 0;
     }
-    SlotsGrid.-stacked > SlotLane.-streaming {
-        border-top: solid $secondary;
+    SlotsGrid.-stacked > SlotLane > .lane-header {
+        background: $primary-muted;
+        color: $text;
+        padding: 0 1;
+    }
+    SlotsGrid.-stacked > SlotLane.-streaming > .lane-header {
+        background: $secondary-muted;
+    }
+    SlotsGrid.-stacked > SlotLane > TokenView {
+        padding: 0 0 0 1;
     }
     """
 

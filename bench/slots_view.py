@@ -1,0 +1,165 @@
+"""What the slots view costs: `spectui proxy`'s TUI in a real terminal (tmux) with four clients
+streaming through it at RATE tokens/s each, the slots view open (`s`: four lanes) against the
+Traffic screen alone, from a paced stand-in server (`fake_server.py`) so only spectui's own work
+is measured.
+
+Each run starts the proxy's TUI in a tmux session (120x36 or 80x24), presses `s` (checked on
+the pane: the lanes' line must show), starts four `curl -N` clients through the proxy, and after
+a warm-up reads the spectui process's CPU (user + system, all threads, /proc) over a window, as a
+share of one core, and the bytes it wrote to the terminal (tmux pipe-pane). Rounds alternate the
+modes; medians of `--reps`. Goal (#30): the slots view with 4 lanes at 50 tok/s each <= 5 % of a
+core.
+
+    python bench/slots_view.py [--rate 50] [--reps 3] [--window 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from client_cpu import PYTHON, ROOT, _python_child, fake_server, window_cpu
+from common import median, write_result
+
+from spectui.core.llama.server import free_port
+
+WARMUP_S = 4.0
+"""Seconds before the window: the lanes fill and start scrolling."""
+
+GOAL = 5.0
+"""Percent of one core: the slots view, 4 lanes at 50 tok/s each, in tmux."""
+
+STREAMS = 4
+SLOTS_LINE = "one per concurrent request"
+"""What the slots view's aggregate line says (the pane is checked for it)."""
+
+MODES = {
+    "slots 120x36": (120, 36, True),
+    "traffic 120x36": (120, 36, False),
+    "slots 80x24": (80, 24, True),
+}
+"""name: (columns, rows, whether `s` is pressed)."""
+
+
+def tmux(*args: str, capture: bool = False) -> str:
+    done = subprocess.run(["tmux", *args], check=True, capture_output=capture, text=True)
+    return done.stdout if capture else ""
+
+
+def wait_for(check: object, give_up_s: float = 20.0) -> bool:
+    deadline = time.monotonic() + give_up_s
+    while time.monotonic() < deadline:
+        if check():  # type: ignore[operator]
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def healthy(url: str) -> bool:
+    done = subprocess.run(["curl", "-sfm", "2", f"{url}/health"], capture_output=True, check=False)
+    return done.returncode == 0
+
+
+def one_run(upstream: str, mode: str, tokens: int, window: float) -> tuple[float, float]:
+    """(CPU %, bytes written to the terminal per second) of the proxy's TUI in ``mode``."""
+    columns, rows, slots = MODES[mode]
+    session = f"spectui-slots-bench-{os.getpid()}"
+    log = Path(f"/tmp/{session}.out")
+    port = free_port("127.0.0.1")
+    proxy = f"http://127.0.0.1:{port}"
+    command = (f"cd {ROOT} && exec env -u SPECTUI_STOCK PYTHONPATH={ROOT / 'src'} {PYTHON} "
+               f"-m spectui.cli proxy "
+               f"--url {upstream} --listen 127.0.0.1:{port}")  # fmt: skip
+    tmux("new-session", "-d", "-s", session, "-x", str(columns), "-y", str(rows), command)
+    clients: list[subprocess.Popen[bytes]] = []
+    try:
+        tmux("pipe-pane", "-t", session, f"cat > {log}")
+        if not wait_for(lambda: healthy(proxy)):
+            raise SystemExit(f"slots_view: the proxy at {proxy} never answered")
+        if slots:
+            tmux("send-keys", "-t", session, "s")
+            shown = wait_for(lambda: SLOTS_LINE in tmux("capture-pane", "-p", "-t", session,
+                                                        capture=True))  # fmt: skip
+            if not shown:
+                raise SystemExit("slots_view: `s` did not open the slots view")
+        body = f'{{"prompt": "x", "n_predict": {tokens}, "stream": true}}'
+        for _ in range(STREAMS):
+            clients.append(
+                subprocess.Popen(
+                    ["curl", "-sN", f"{proxy}/completion", "-d", body], stdout=subprocess.DEVNULL
+                )
+            )
+        time.sleep(WARMUP_S)
+        pane_pid = int(tmux("display", "-p", "-t", session, "#{pane_pid}", capture=True))
+        pid = _python_child(pane_pid)
+        written, start = log.stat().st_size, time.monotonic()
+        cpu = window_cpu(pid, window)
+        rate = (log.stat().st_size - written) / (time.monotonic() - start)
+        if slots:  # still the slots view, and still four streaming
+            pane = tmux("capture-pane", "-p", "-t", session, capture=True)
+            if f"{STREAMS} streaming" not in pane:
+                raise SystemExit(f"slots_view: expected {STREAMS} streaming lanes:\n{pane}")
+        return cpu, rate
+    finally:
+        for client in clients:
+            client.terminate()
+            client.wait()
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+        time.sleep(1.0)  # the TUI closes on SIGHUP
+        with contextlib.suppress(FileNotFoundError):
+            log.unlink()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=float, default=50.0, help="tokens per second per stream")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--window", type=float, default=10.0, help="seconds measured per run")
+    args = parser.parse_args()
+    if shutil.which("tmux") is None or shutil.which("curl") is None:
+        sys.exit("slots_view: needs tmux and curl")
+    tokens = int(args.rate * (WARMUP_S + args.window + 15))
+    load_before = os.getloadavg()
+    runs: dict[str, list[float]] = {}
+    with fake_server(args.rate) as url:
+        for _ in range(args.reps):
+            for mode in MODES:
+                cpu, written = one_run(url, mode, tokens, args.window)
+                runs.setdefault(mode, []).append(cpu)
+                runs.setdefault(f"{mode} bytes/s", []).append(written)
+                print(f"{mode}: {cpu:.1f} % of a core · {written / 1000:.1f} kB/s", flush=True)
+    load_after = os.getloadavg()
+    figures = {name: round(median(values), 2) for name, values in runs.items()}
+    ratio = (
+        figures["slots 120x36"] / figures["traffic 120x36"] if figures["traffic 120x36"] else None
+    )
+    for name, value in figures.items():
+        print(f"{name:>24}: {value}")
+    verdict = "met" if figures["slots 120x36"] <= GOAL else "NOT met"
+    print(f"slots view 120x36, {STREAMS} lanes at {args.rate:g} tok/s: "
+          f"{figures['slots 120x36']:.1f} % of a core (goal <= {GOAL:g} %: {verdict}); "
+          f"÷ Traffic screen {ratio if ratio is None else round(ratio, 2)}; "
+          f"load {load_before[0]:.1f} -> {load_after[0]:.1f}")  # fmt: skip
+    write_result(
+        "slots_view",
+        {
+            "rate": args.rate,
+            "streams": STREAMS,
+            "window_s": args.window,
+            "goal_percent": GOAL,
+            "median": figures,
+            "slots_over_traffic": ratio,
+            "load_1min": [load_before[0], load_after[0]],
+            "runs": runs,
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
