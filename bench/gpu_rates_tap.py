@@ -74,6 +74,9 @@ class Tmux:
         self.socket = f"spectui-gpu-rates-{os.getpid()}"
         self.scratch = scratch
         self.count = 0
+        # A session that outlives every TUI's: a tmux server exits with its last session, and
+        # the next new-session would race with it going away ("server exited unexpectedly").
+        self.tmux("new-session", "-d", "-s", "keep", "sleep 86400")
 
     def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import socket
 import ssl
 import threading
@@ -21,6 +22,7 @@ import trustme
 from spectui.core import overrides
 from spectui.core.llama.transport import (
     BUSY_READ_BYTES,
+    FAST_GAP_S,
     AsyncioStream,
     AsyncioTransport,
     lean_transport,
@@ -252,6 +254,27 @@ async def test_a_busy_stream_is_not_held_back() -> None:
     held = stream._hold(loop)
     assert held is not None and transport.paused == 1
     held.cancel()
+
+
+async def test_a_fast_stream_is_held_for_the_short_gap_only() -> None:
+    # At thousands of tokens a second the read after a full one is small but came at once: the
+    # stream's rate, not that read's size, says it is busy, and it is held for FAST_GAP_S only
+    # (a whole gap each time would put up to 0.15 s between a token and the screen).
+    class Transport:
+        def pause_reading(self) -> None:
+            pass
+
+        def resume_reading(self) -> None:
+            pass
+
+    stream = AsyncioStream(Transport(), BufferedProtocol())  # type: ignore[arg-type]  # fake transport
+    stream.read_gap = 0.15
+    stream.previous_read_t, stream.last_read_t, stream._last_size = 10.0, 10.002, 800
+    assert stream._gap() == FAST_GAP_S  # two chunks in 2 ms: ~400 KB/s
+    stream.previous_read_t, stream.last_read_t, stream._last_size = 10.0, 10.15, 3000
+    assert stream._gap() == 0.15  # a 50 tok/s stream's batch over a whole gap: held as before
+    stream.previous_read_t = -math.inf  # the first read: nothing to tell a rate from
+    assert stream._gap() == 0.15
 
 
 async def test_a_read_cancelled_while_held_leaves_the_socket_readable() -> None:

@@ -40,6 +40,11 @@ BUSY_READ_BYTES = 16 * 1024
 """A read this large (~40 chunks of a stream with per-token timings) means the stream is busy:
 the next read is not held back (see `AsyncioStream.read_gap`)."""
 
+FAST_GAP_S = 0.03
+"""The gap for a stream that arrives fast enough to fill a `BUSY_READ_BYTES` read within the
+full gap (a few hundred tokens a second and more): the screen's lag stays within its budget
+(~100 ms, of which the batching and the frame take the rest), at ~30 wake-ups a second."""
+
 
 class AsyncioStream(httpcore.AsyncNetworkStream):
     """One connection, as httpcore reads and writes it; a response's reader finds it in
@@ -94,11 +99,21 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
 
         The socket is paused and a timer resumes it, while the read waits for data as usual:
         the reading task wakes once per batch (a sleep before waiting woke it twice)."""
-        wait = self.last_read_t + self.read_gap - loop.time()
+        wait = self.last_read_t + self._gap() - loop.time()
         if wait <= 0 or self._last_size >= BUSY_READ_BYTES:
             return None
         self._transport.pause_reading()  # (else the loop would wake for each arrival anyway)
         return loop.call_later(wait, self._release)
+
+    def _gap(self) -> float:
+        """`read_gap`, or `FAST_GAP_S` when the latest read came at a rate that would fill a
+        busy read within `read_gap`. At thousands of tokens a second a read after a full one
+        is small (it came at once), so the full-read rule alone held every other read for the
+        whole gap: up to 0.15 s of lag, where the screen's budget is 0.1 s."""
+        span = self.last_read_t - self.previous_read_t
+        if span > 0 and self._last_size * self.read_gap >= BUSY_READ_BYTES * span:
+            return min(self.read_gap, FAST_GAP_S)
+        return self.read_gap
 
     def _release(self) -> None:
         if not self._protocol.paused_reading:  # (not held back for a full buffer)
