@@ -7,17 +7,24 @@ here waits on the view's timer."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from textual.pilot import Pilot
 
 from spectui.config import Settings
+from spectui.core.engine.base import ServerInfo
+from spectui.core.events import SummaryEvent, TokenEvent
 from spectui.core.proxy.hub import LiveRequest, TrafficHub
 from spectui.core.proxy.models import RequestStatus
+from spectui.core.proxy.record import WorkloadRecorder
+from spectui.core.sessions.file import read_session
+from spectui.core.sessions.tail import FollowOptions
+from spectui.ui.apps.follow import FollowApp, follow_engine
 from spectui.ui.apps.proxy import TrafficApp
 from spectui.ui.screens.proxy import TrafficScreen
-from spectui.ui.screens.slots import HubLanes, SlotsScreen
+from spectui.ui.screens.slots import FollowLanes, HubLanes, SlotsScreen
 from spectui.ui.widgets.slots import SlotsGrid
 
 from .traffic_helpers import FakeClocks, begin, feed, finish, make_hub
@@ -134,6 +141,52 @@ async def test_more_requests_than_lanes_wait_for_one() -> None:
         assert screen.lanes[1].label == "#5 · slot ?"
         assert screen.lanes[1].numbers.state == "streaming"
         assert "waiting" not in screen.aggregate.text
+
+
+async def test_a_follower_sees_the_newest_runs_in_lanes_read_only(tmp_path: Path) -> None:
+    """`spectui follow DIR` on a proxy's --record folder: `s` shows its newest four runs, a
+    lane each, with each run's own numbers and tokens; a new run takes a lane."""
+    folder = tmp_path / "record"
+    hub, clocks = make_hub()
+    recorder = WorkloadRecorder(folder, ServerInfo(mode="attached", url="http://127.0.0.1:8080"))
+    hub.listeners.append(recorder)
+
+    def proxied(capture: str) -> None:
+        live = begin(hub)
+        feed(live, capture)
+        finish(hub, clocks, live)
+
+    for _path, capture, _upto in (*REQUESTS, REQUESTS[0]):  # five runs: the oldest is history
+        proxied(capture)
+    engine = follow_engine(FollowOptions(target=folder, poll_s=0.01))
+    app = FollowApp(engine, Settings())
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("s")
+        screen = app.screen
+        assert isinstance(screen, SlotsScreen) and isinstance(screen.source, FollowLanes)
+        assert "Back" in str(screen.BINDINGS) and not hasattr(screen, "action_run")
+        screen.pull(numbers=True)
+        await pilot.pause()
+
+        def check(paths: list[Path]) -> None:
+            by_label = {lane.label: lane for lane in screen.lanes}
+            assert len(by_label) == 4
+            for path in paths:
+                session = read_session(path)
+                summary = next(e for e in session.events if isinstance(e, SummaryEvent))
+                lane = by_label[f"{session.header.label} · slot ?"]
+                assert lane.numbers.state == "done"
+                assert lane.numbers.drafted == summary.metrics.drafted
+                assert lane.numbers.accepted == summary.metrics.accepted
+                tokens = [e for e in session.events if isinstance(e, TokenEvent)]
+                assert len(lane.view.model.tokens) == len(tokens)
+
+        check(recorder.paths[-4:])
+        assert "following record/" in screen.aggregate.text
+        proxied(REQUESTS[1][1])  # a sixth run takes the lane of one that ended
+        screen.pull(numbers=True)
+        await pilot.pause()
+        check(recorder.paths[-4:])
 
 
 @settings(max_examples=200, deadline=None)

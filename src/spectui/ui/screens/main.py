@@ -46,6 +46,7 @@ from spectui.ui.messages import (
 )
 from spectui.ui.screens.dialogs import ConfirmScreen, HelpScreen
 from spectui.ui.screens.prompt_picker import PromptChoice, PromptPickerScreen
+from spectui.ui.screens.slots import NO_LANES, slots_screen_for
 from spectui.ui.screens.spec_picker import SpecPickerScreen, model_facts
 from spectui.ui.state import UiState
 from spectui.ui.widgets.charts import ChartsPane
@@ -72,6 +73,7 @@ class MainScreen(Screen[None]):
         Binding("t", "switch_spec", "Spec"),
         Binding("R", "restart", "Restart"),
         Binding("l", "toggle_log", "Log"),
+        Binding("s", "slots", "Slots", show=False),
         Binding("p", "pick_prompt", "Prompt"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "app.quit", "Quit"),
@@ -435,6 +437,13 @@ class MainScreen(Screen[None]):
             if not self.running:
                 self.answer.border_title = choice.label
             self.notify(f"prompt: {choice.label} · press r to run")
+
+    def action_slots(self) -> None:
+        screen = slots_screen_for(self.engine)
+        if screen is None:
+            self.notify(NO_LANES, title="Slots")
+        else:
+            self.app.push_screen(screen)
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen())

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import ClassVar, Protocol
+from pathlib import Path
+from typing import ClassVar, Protocol, runtime_checkable
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -26,6 +27,8 @@ from textual.widgets import Footer
 from spectui.core.events import RunMetrics, StepEvent, TokenEvent
 from spectui.core.proxy.hub import LiveRequest, TrafficHub
 from spectui.core.proxy.models import RequestStatus, TrafficRecord
+from spectui.core.sessions.lanes import LaneRun, RecentSessions
+from spectui.core.sessions.tail import SessionFollower
 from spectui.ui import format as fmt
 from spectui.ui.compositor import use_lean_compositor
 from spectui.ui.widgets.slots import LaneNumbers, SlotLane, SlotsAggregate, SlotsGrid
@@ -57,8 +60,8 @@ class LaneFeed(Protocol):
     def label(self) -> str:
         """'#14 · slot ?': who is in the lane (its numbers come from `numbers`)."""
 
-    def events(self) -> Sequence[TokenEvent | StepEvent]:
-        """Its events so far (a list that grows)."""
+    def events(self) -> Sequence[object]:
+        """Its events so far (a list that grows; only its tokens are drawn)."""
 
     def numbers(self) -> LaneNumbers:
         """Its numbers now."""
@@ -183,6 +186,83 @@ class HubLanes:
             f"{len(self.lanes)} lanes, one per concurrent request · slot ?: the proxy cannot "
             "tell which"
         )
+
+
+class SessionFeed:
+    """A followed session file in a lane."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: LaneRun) -> None:
+        self.run = run
+
+    @property
+    def key(self) -> int:
+        return self.run.key
+
+    @property
+    def label(self) -> str:
+        return f"{self.run.label} · slot ?"
+
+    def events(self) -> Sequence[object]:
+        return self.run.events
+
+    def numbers(self) -> LaneNumbers:
+        run = self.run
+        state = "done" if run.ended else RequestStatus.STREAMING.value
+        return numbers_of(run.metrics, state, live=not run.ended)
+
+
+class FollowLanes:
+    """A follower's lanes: the newest session files of the followed folder, one per lane,
+    read-only. A proxy's `--record` writes each request when it ends (its lane fills at once);
+    a presenter's `--broadcast` run grows in its lane."""
+
+    def __init__(self, folder: Path, lanes: int = LANES) -> None:
+        self.folder = folder
+        self.sessions = RecentSessions(folder, lanes)
+
+    def feeds(self) -> Sequence[SessionFeed | None]:
+        return [None if run is None else SessionFeed(run) for run in self.sessions.poll()]
+
+    def aggregate_text(self) -> str:
+        runs = [run for run in self.sessions.lanes if run is not None]
+        shown = [SessionFeed(run).numbers() for run in runs]
+        streaming = [n for n in shown if n.state == RequestStatus.STREAMING.value]
+        total = sum(n.tokens_per_second or 0.0 for n in streaming)
+        drafted = sum(n.drafted or 0 for n in shown)
+        accepted = sum(n.accepted or 0 for n in shown)
+        acceptance = fmt.DASH if not drafted else f"{accepted / drafted:.0%}"
+        return (
+            f"{len(streaming)} streaming · {fmt.rate(total if streaming else None)} total · "
+            f"acceptance {acceptance} ({accepted}/{drafted})\n"
+            f"following {self.folder.name}/: its newest {len(self.sessions.lanes)} runs, a lane "
+            "each (read-only)"
+        )
+
+
+@runtime_checkable
+class FollowsSessions(Protocol):
+    """An engine that follows a presenter's session files (`spectui follow`)."""
+
+    @property
+    def follower(self) -> SessionFollower:
+        """What it follows."""
+
+
+NO_LANES = (
+    "the slots view needs concurrent requests: run `spectui proxy` (its Traffic screen: s), "
+    "or follow a proxy's --record folder (spectui follow DIR: s)"
+)
+"""What `s` says where there is nothing to draw lanes from."""
+
+
+def slots_screen_for(engine: object) -> SlotsScreen | None:
+    """The slots view an engine can feed (a follower's: the followed folder's runs), or None."""
+    if isinstance(engine, FollowsSessions):
+        source = FollowLanes(engine.follower.folder)
+        return SlotsScreen(source, len(source.sessions.lanes))
+    return None
 
 
 class SlotsScreen(Screen[None]):
