@@ -7,6 +7,7 @@ widget's component classes, so themes set them (theme variables only: themes liv
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.style import Style
@@ -134,19 +135,34 @@ class TokenLegend(Widget):
             self.refresh()
 
     def render(self) -> Text:
-        styles = token_styles(self)
         text = Text(no_wrap=True, overflow="ellipsis")
-        if self.drafters:  # (first: a narrow pane cuts the end of the line)
-            keys = drafter_keys(self.app)
-            for index, name in enumerate(self.drafters):
-                if index:
-                    text.append(" ")
-                text.append(keys.mark(name) + name, styles.drafter_style(name, keys))
-        else:
-            text.append("accepted draft", styles.draft)
-        text.append("  target", styles.target)
-        if self.unknown:
-            text.append("  unknown", styles.unknown)
-        text.append("  " + REJECT_MARK + "ⁿ", styles.rejected)
-        text.append(" n rejected")
-        return text
+        keys = drafter_keys(self.app)
+        return append_legend(text, token_styles(self), self.drafters, keys, unknown=self.unknown)
+
+
+def append_legend(
+    text: Text,
+    styles: TokenStyles,
+    drafters: Sequence[str],
+    keys: DrafterKeys,
+    *,
+    unknown: bool,
+    rejected: str = " n rejected",
+) -> Text:
+    """Append the legend to ``text`` (and return it): a chain's ``drafters`` with their marks
+    (none: one 'accepted draft' entry), target, 'unknown' when the run has tokens of unknown
+    origin, and the rejection mark followed by ``rejected``. The TUI and `spectui export` both
+    draw it, so they agree."""
+    if drafters:  # (first: a narrow pane cuts the end of the line)
+        for index, name in enumerate(drafters):
+            if index:
+                text.append(" ")
+            text.append(keys.mark(name) + name, styles.drafter_style(name, keys))
+    else:
+        text.append("accepted draft", styles.draft)
+    text.append("  target", styles.target)
+    if unknown:
+        text.append("  unknown", styles.unknown)
+    text.append("  " + REJECT_MARK + "ⁿ", styles.rejected)
+    text.append(rejected)
+    return text
