@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from textual.pilot import Pilot
 
 from spectui.config import Settings
+from spectui.core.compare.models import CompareJob, RunRecord
+from spectui.core.compare.progress import RunFinished, RunStarting
 from spectui.core.engine.base import ServerInfo
 from spectui.core.events import SummaryEvent, TokenEvent
 from spectui.core.proxy.hub import LiveRequest, TrafficHub
@@ -23,8 +25,9 @@ from spectui.core.sessions.file import read_session
 from spectui.core.sessions.tail import FollowOptions
 from spectui.ui.apps.follow import FollowApp, follow_engine
 from spectui.ui.apps.proxy import TrafficApp
+from spectui.ui.lanes import CompareLanes, FollowLanes, HubLanes
 from spectui.ui.screens.proxy import TrafficScreen
-from spectui.ui.screens.slots import FollowLanes, HubLanes, SlotsScreen
+from spectui.ui.screens.slots import SlotsScreen
 from spectui.ui.widgets.slots import SlotsGrid
 
 from .traffic_helpers import FakeClocks, begin, feed, finish, make_hub
@@ -187,6 +190,45 @@ async def test_a_follower_sees_the_newest_runs_in_lanes_read_only(tmp_path: Path
         screen.pull(numbers=True)
         await pilot.pause()
         check(recorder.paths[-4:])
+
+
+async def test_a_concurrency_comparison_fills_a_lane_per_client() -> None:
+    """`compare --concurrency`'s progress events: each client's run in its lane, its numbers
+    once it ends; the next block starts on clean lanes."""
+    source = CompareLanes(4)
+
+    def job(seq: int, client: int, level: int = 4, config: str = "ngram-mod") -> CompareJob:
+        return CompareJob(
+            seq=seq, round=1, config=config, prompt=f"p{client}", segment=0, level=level,
+            client=client,
+        )  # fmt: skip
+
+    hub, _clocks = make_hub()
+    app = TrafficApp(None, Settings(), hub=hub)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = SlotsScreen(source, 4)
+        await app.push_screen(screen)
+        for client in range(4):
+            source.take(RunStarting(job=job(client, client)))
+        record = RunRecord(
+            seq=2, config="ngram-mod", prompt="p2", round=1, level=4, client=2, tokens=64,
+            drafted=40, accepted=30, tokens_per_second=21.5,
+        )  # fmt: skip
+        source.take(RunFinished(record=record, done=3, total=8))
+        screen.pull(numbers=True)
+        await pilot.pause()
+        labels = [lane.label for lane in screen.lanes]
+        assert labels == [f"ngram-mod · p{c} · client {c + 1}/4" for c in range(4)]
+        done = screen.lanes[2].numbers
+        assert (done.state, done.drafted, done.accepted, done.tokens) == ("done", 40, 30, 64)
+        assert [lane.numbers.state for lane in screen.lanes].count("streaming") == 3
+        assert screen.aggregate.text.startswith("ngram-mod · round 1 · 4 at once · 3 running")
+        source.take(RunStarting(job=job(4, 0, level=2, config="none")))
+        screen.pull(numbers=True)
+        await pilot.pause()
+        assert source.lanes[1:] == [None, None, None]
+        assert [lane.numbers.state for lane in screen.lanes[1:]] == ["idle"] * 3
+        assert screen.lanes[0].label == "none · p0 · client 1/2"
 
 
 @settings(max_examples=200, deadline=None)

@@ -38,8 +38,9 @@ from spectui.core.proxy.hub import LiveRequest, TrafficHub
 from spectui.core.proxy.models import RequestStatus, TrafficRecord
 from spectui.ui import format as fmt
 from spectui.ui.compositor import use_lean_compositor
+from spectui.ui.lanes import HubLanes
 from spectui.ui.screens.proxy_request import TrafficRequestScreen
-from spectui.ui.screens.slots import HubLanes, SlotsScreen
+from spectui.ui.screens.slots import SlotsScreen
 
 MAX_ROWS = 500
 """Requests in the table; older rows are dropped."""

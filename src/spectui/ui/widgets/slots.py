@@ -143,6 +143,16 @@ class SlotLane(Vertical):
         self.set_class(True, "-streaming")
         self._retitle()
 
+    def idle(self) -> None:
+        """Nothing in the lane any more."""
+        self.label = ""
+        self.numbers = LaneNumbers()
+        view = self._view
+        view.placeholder = IDLE
+        view.clear()
+        self.set_class(False, "-streaming")
+        self._retitle()
+
     def add(self, tokens: tuple[TokenEvent, ...]) -> None:
         """A batch of the request's tokens (one refresh of the pane per batch)."""
         self._view.add(tokens)
