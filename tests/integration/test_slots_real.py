@@ -47,6 +47,7 @@ async def test_four_streams_four_lanes_each_its_own_timings(upstream: str) -> No
     from spectui.core.proxy.models import ProxyOptions
     from spectui.core.proxy.serve import bind
     from spectui.ui.apps.proxy import TrafficApp
+    from spectui.ui.lanes import WatchLanes
     from spectui.ui.screens.slots import SlotsScreen
 
     async with httpx.AsyncClient() as http:
@@ -126,4 +127,18 @@ async def test_four_streams_four_lanes_each_its_own_timings(upstream: str) -> No
             assert len(lane.view.model.tokens) == timings["predicted_n"]
         # ngram-mod drafted somewhere: the lanes are not all trivially zero.
         assert sum(lane.numbers.drafted or 0 for lane in lanes) > 0
+
+        # The live TUI's lanes (`s` attached to the server): its own four slots from /slots,
+        # idle now, each having served one of the four (its own task).
+        watch = WatchLanes(upstream)
+        watch.view = await watch.watcher.poll()
+        await watch.watcher.aclose()
+        slot_feeds = [feed for feed in watch.feeds() if feed is not None]
+        assert len(slot_feeds) == SLOTS
+        assert all(feed.numbers().state == "idle" for feed in slot_feeds)
+        assert len({feed.slot.task for feed in slot_feeds}) == SLOTS
+        assert [feed.label.split(" · ")[0] for feed in slot_feeds] == [
+            f"slot {n}" for n in range(SLOTS)
+        ]
+        assert watch.aggregate_text().startswith(f"0 of {SLOTS} slots busy")
         await pilot.press("q")

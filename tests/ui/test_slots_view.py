@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from textual.pilot import Pilot
@@ -21,16 +22,19 @@ from spectui.core.events import SummaryEvent, TokenEvent
 from spectui.core.proxy.hub import LiveRequest, TrafficHub
 from spectui.core.proxy.models import RequestStatus
 from spectui.core.proxy.record import WorkloadRecorder
+from spectui.core.proxy.watch import ServerView, ServerWatcher, SlotView, SpecCounters
 from spectui.core.sessions.file import read_session
 from spectui.core.sessions.tail import FollowOptions
 from spectui.ui.apps.follow import FollowApp, follow_engine
+from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.apps.proxy import TrafficApp
-from spectui.ui.lanes import CompareLanes, FollowLanes, HubLanes
+from spectui.ui.lanes import CompareLanes, FollowLanes, HubLanes, WatchLanes
 from spectui.ui.screens.proxy import TrafficScreen
 from spectui.ui.screens.slots import SlotsScreen
 from spectui.ui.widgets.slots import SlotsGrid
 
-from .traffic_helpers import FakeClocks, begin, feed, finish, make_hub
+from .fake_engine import FakeEngine
+from .traffic_helpers import START, FakeClocks, begin, feed, finish, make_hub
 
 SnapCompare = Callable[..., bool]
 
@@ -229,6 +233,49 @@ async def test_a_concurrency_comparison_fills_a_lane_per_client() -> None:
         assert source.lanes[1:] == [None, None, None]
         assert [lane.numbers.state for lane in screen.lanes[1:]] == ["idle"] * 3
         assert screen.lanes[0].label == "none · p0 · client 1/2"
+
+
+async def test_the_live_tui_shows_the_servers_own_slots(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`s` in the live TUI attached to a server: its slots from /slots, a lane each (busy ones
+    with their task, tokens so far and rate), the server-wide numbers above."""
+    slots = [
+        SlotView(id=n, busy=n < 3, task=10 + n, decoded=20 * n, tokens_per_second=12.5 * n,
+                 speculative=True)
+        for n in range(4)
+    ]  # fmt: skip
+    view = ServerView(
+        url="http://127.0.0.1:8080", time=START, interval_s=1.0, slots=slots,
+        spec_window=SpecCounters(steps=10, drafted=40, accepted=30),
+        generation_tokens_per_second=37.5,
+    )  # fmt: skip
+
+    async def poll(_self: ServerWatcher) -> ServerView:
+        return view
+
+    monkeypatch.setattr(ServerWatcher, "poll", poll)
+    app = SpectuiApp(FakeEngine(), Settings())
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("s")
+        screen = app.screen
+        assert isinstance(screen, SlotsScreen) and isinstance(screen.source, WatchLanes)
+        source = screen.source
+        for _ in range(200):  # until the screen's worker has polled once (a hang guard only)
+            if source.view is not None:
+                break
+            await pilot.pause(0.01)
+        screen.pull(numbers=True)
+        await pilot.pause()
+        lanes = screen.lanes
+        assert [lane.label for lane in lanes] == [f"slot {n} · task {10 + n}" for n in range(4)]
+        assert [lane.numbers.state for lane in lanes] == ["streaming"] * 3 + ["idle"]
+        assert (lanes[2].numbers.tokens, lanes[2].numbers.tokens_per_second) == (40, 25.0)
+        assert screen.aggregate.text.startswith(
+            "3 of 4 slots busy · 37.5 t/s total · acceptance 75.0%"
+        )
+        await pilot.press("s")
+        assert not isinstance(app.screen, SlotsScreen)
 
 
 @settings(max_examples=200, deadline=None)

@@ -8,10 +8,12 @@ aggregate line (`SlotsSource`), from three sources.
 - `FollowLanes`, a follower's: the followed folder's newest session files, one per lane.
 - `CompareLanes`, a `--concurrency` comparison's: one lane per client of the block running now,
   from the comparison's progress events (runs carry numbers, not tokens).
+- `WatchLanes`, the live TUI's: the server's own slots from /slots (numbers, not tokens).
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections import deque
 from collections.abc import Sequence
@@ -23,6 +25,7 @@ from spectui.core.compare.progress import RunFinished, RunStarting
 from spectui.core.events import RunMetrics, StepEvent, TokenEvent
 from spectui.core.proxy.hub import LiveRequest, TrafficHub
 from spectui.core.proxy.models import RequestStatus, TrafficRecord
+from spectui.core.proxy.watch import ServerView, ServerWatcher, SlotView
 from spectui.core.sessions.lanes import LaneRun, RecentSessions
 from spectui.ui import format as fmt
 from spectui.ui.widgets.slots import LaneNumbers
@@ -298,3 +301,83 @@ class CompareLanes:
             "the runs shown\n"
             f"{len(self.lanes)} lanes, one per client; a run's numbers come when it ends"
         )
+
+
+WATCH_S = 1.0
+"""How often a server's /slots and /metrics are polled for its lanes."""
+
+
+class SlotFeed:
+    """One of a server's slots, as its /slots says (numbers, no tokens: those only pass through
+    the proxy)."""
+
+    __slots__ = ("slot",)
+
+    def __init__(self, slot: SlotView) -> None:
+        self.slot = slot
+
+    @property
+    def key(self) -> int:
+        return self.slot.task if self.slot.task is not None else -1
+
+    @property
+    def label(self) -> str:
+        task = "" if self.slot.task is None else f" · task {self.slot.task}"
+        return f"slot {self.slot.id}{task}"
+
+    def events(self) -> Sequence[object]:
+        return ()
+
+    def numbers(self) -> LaneNumbers:
+        slot = self.slot
+        if not slot.busy:  # (the server resets a slot's counts when its task ends)
+            return LaneNumbers(state="idle")
+        return LaneNumbers(
+            state=RequestStatus.STREAMING.value,
+            tokens=slot.decoded,
+            tokens_per_second=slot.tokens_per_second,
+        )
+
+
+class WatchLanes:
+    """A server's own slots, a lane each (the first ``lanes``), from `ServerWatcher` polls of
+    /slots and /metrics: what the live TUI's `s` shows. `run` polls until cancelled."""
+
+    def __init__(self, url: str, lanes: int = LANES) -> None:
+        self.watcher = ServerWatcher(url)
+        self.lanes = lanes
+        self.view: ServerView | None = None
+        """The latest poll."""
+
+    async def run(self) -> None:
+        """Poll every `WATCH_S` until cancelled (the screen's worker)."""
+        try:
+            while True:
+                self.view = await self.watcher.poll()
+                await asyncio.sleep(WATCH_S)
+        finally:
+            await self.watcher.aclose()
+
+    def feeds(self) -> Sequence[SlotFeed | None]:
+        slots = (self.view.slots or []) if self.view is not None else []
+        feeds: list[SlotFeed | None] = [SlotFeed(slot) for slot in slots[: self.lanes]]
+        return feeds + [None] * (self.lanes - len(feeds))
+
+    def aggregate_text(self) -> str:
+        view = self.view
+        if view is None:
+            return "reading /slots…\n"
+        if view.problem:
+            return f"{view.problem}\n"
+        slots = view.slots or []
+        busy = sum(1 for slot in slots if slot.busy)
+        window = view.spec_window
+        acceptance = window.acceptance_rate if window is not None else None
+        shown = "" if len(slots) <= self.lanes else f" (the first {self.lanes} shown)"
+        return (
+            f"{busy} of {len(slots)} slots busy{shown} · "
+            f"{fmt.rate(view.generation_tokens_per_second)} total · acceptance "
+            f"{fmt.pct(acceptance)} (server-wide, as requests end)\n"
+            + (view.slots_note or "the server's own slots: numbers only; tokens pass through "
+               "`spectui proxy`")
+        )  # fmt: skip

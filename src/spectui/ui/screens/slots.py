@@ -15,11 +15,12 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from spectui.core.engine.base import Engine
 from spectui.core.events import TokenEvent
 from spectui.core.proxy.models import RequestStatus
 from spectui.core.sessions.tail import SessionFollower
 from spectui.ui.compositor import use_lean_compositor
-from spectui.ui.lanes import FollowLanes, LaneFeed, SlotsSource
+from spectui.ui.lanes import LANES, FollowLanes, LaneFeed, SlotsSource, WatchLanes
 from spectui.ui.widgets.slots import SlotLane, SlotsAggregate, SlotsGrid
 
 PULL_S = 0.1
@@ -45,17 +46,29 @@ class FollowsSessions(Protocol):
 
 
 NO_LANES = (
-    "the slots view needs concurrent requests: run `spectui proxy` (its Traffic screen: s), "
-    "or follow a proxy's --record folder (spectui follow DIR: s)"
+    "no slots to show here (a replay): run `spectui proxy` (its Traffic screen: s), attach to "
+    "a server, or follow a proxy's --record folder (spectui follow DIR: s)"
 )
 """What `s` says where there is nothing to draw lanes from."""
 
 
-def slots_screen_for(engine: object) -> SlotsScreen | None:
-    """The slots view an engine can feed (a follower's: the followed folder's runs), or None."""
+@runtime_checkable
+class Polled(Protocol):
+    """A source that polls something while it is shown (the screen runs it as a worker)."""
+
+    async def run(self) -> None:
+        """Poll until cancelled."""
+
+
+def slots_screen_for(engine: Engine) -> SlotsScreen | None:
+    """The slots view an engine can feed, or None: a follower's (the followed folder's runs), or
+    a real server's own slots (/slots)."""
     if isinstance(engine, FollowsSessions):
         source = FollowLanes(engine.follower.folder)
         return SlotsScreen(source, len(source.sessions.lanes))
+    info = engine.info
+    if info.mode in ("launched", "attached") and info.url:
+        return SlotsScreen(WatchLanes(info.url), LANES)
     return None
 
 
@@ -87,6 +100,8 @@ class SlotsScreen(Screen[None]):
     def on_mount(self) -> None:
         self.pull(numbers=True)
         self.set_interval(PULL_S, self.pull, name="slots-pull")
+        if isinstance(self.source, Polled):  # (cancelled with the screen)
+            self.run_worker(self.source.run(), group="slots-poll", exit_on_error=False)
 
     @property
     def lanes(self) -> list[SlotLane]:
