@@ -112,6 +112,19 @@ async def test_s_shows_a_lane_per_request_with_its_own_numbers_and_toggles_back(
         assert [lane.label for lane in again.lanes] == [lane.label for lane in lanes]
 
 
+async def test_the_proxy_tui_can_open_on_the_slots_view() -> None:
+    hub, _clocks = make_hub()
+    app = TrafficApp(None, Settings(), hub=hub, slots=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(200):  # until the first screen is up (a hang guard only)
+            if isinstance(app.screen, SlotsScreen):
+                break
+            await pilot.pause(0.01)
+        assert isinstance(app.screen, SlotsScreen)
+        await pilot.press("s")
+        assert isinstance(app.screen, TrafficScreen)
+
+
 async def test_lanes_stack_at_80x24() -> None:
     hub, clocks = make_hub()
     app = TrafficApp(None, Settings(), hub=hub)

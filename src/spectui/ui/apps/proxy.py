@@ -46,9 +46,11 @@ class TrafficApp(SpectuiBaseApp):
         *,
         hub: TrafficHub | None = None,
         warnings: list[str] | None = None,
+        slots: bool = False,
     ) -> None:
         super().__init__(session.engine if session is not None else None, settings)
         self._warnings = warnings or []
+        self._slots = slots
         self._session = session
         self.hub = session.hub if session is not None else hub or TrafficHub(keep_events=True)
         self.screen_traffic = TrafficScreen(self.hub)
@@ -56,6 +58,8 @@ class TrafficApp(SpectuiBaseApp):
     def show_first_screen(self) -> None:
         self.push_screen(self.screen_traffic)
         self.hub.listeners.append(ScreenListener(self.screen_traffic))
+        if self._slots:  # (the Traffic screen's own `s`: the table stays under it)
+            self.call_after_refresh(self.screen_traffic.action_slots)
         for warning in self._warnings:
             self.notify(warning, title="Proxy", severity="warning", timeout=15)
         if self._session is not None:
@@ -100,8 +104,13 @@ class TrafficApp(SpectuiBaseApp):
 
 
 async def run_traffic_tui(
-    session: ProxySession, settings: Settings, *, warnings: list[str] | None = None
+    session: ProxySession,
+    settings: Settings,
+    *,
+    warnings: list[str] | None = None,
+    slots: bool = False,
 ) -> int:
-    """Run the Traffic TUI over ``session`` until the user quits (signals end it cleanly too)."""
-    app = TrafficApp(session, settings, warnings=warnings)
+    """Run the Traffic TUI over ``session`` until the user quits (signals end it cleanly too);
+    ``slots``: open on the slots view (a lane per request streaming)."""
+    app = TrafficApp(session, settings, warnings=warnings, slots=slots)
     return await app.run_until_quit()
