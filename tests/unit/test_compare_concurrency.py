@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import contextlib
 import csv
+import gc
 import io
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -104,6 +105,8 @@ class OverlappingEngine(ScriptedEngine):
     in_flight: int = 0
     most_in_flight: int = 0
     started: int = 0
+    gate: asyncio.Event | None = None
+    """Runs wait for it before they end (None: they do not wait)."""
 
     async def run(self, request: GenerationRequest) -> EventStream:
         kind = self._kind(self.spec)
@@ -117,6 +120,8 @@ class OverlappingEngine(ScriptedEngine):
             for index, token in enumerate(tokens):
                 await asyncio.sleep(0)
                 yield TokenEvent(index=index, text=token, origin=TokenOrigin.TARGET, t=index / 100)
+            if self.gate is not None:
+                await self.gate.wait()
             drafted = 0 if kind == "none" else 4 + number % 3
             accepted = 0 if kind == "none" else 2 + number % 2
             metrics = RunMetrics(
@@ -231,6 +236,29 @@ async def test_cancelling_a_block_keeps_none_of_it(tmp_path: Path) -> None:
                 break  # mid-block
     assert engine.in_flight == 0  # every stream of the block was closed
     assert load_document(out).runs == []
+
+
+async def test_a_comparison_cancelled_mid_block_leaves_nothing_running(tmp_path: Path) -> None:
+    reported: list[dict[str, object]] = []  # what the loop would print at exit
+    asyncio.get_running_loop().set_exception_handler(lambda _, context: reported.append(context))
+    engine = OverlappingEngine(gate=asyncio.Event())  # the block's runs never end by themselves
+    runner = CompareRunner(engine, document(levels_plan((2,))), outputs=[tmp_path / "r.json"])
+    both = asyncio.Event()
+
+    async def consume() -> None:
+        async for _ in runner.run():
+            if engine.in_flight == 2:
+                both.set()
+
+    task = asyncio.create_task(consume())
+    await both.wait()
+    task.cancel()  # as SIGTERM cancels the command's task
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    del task
+    gc.collect()  # an unretrieved future's error is reported when it is collected
+    assert engine.in_flight == 0
+    assert reported == []
 
 
 # -- statistics --------------------------------------------------------------------------------

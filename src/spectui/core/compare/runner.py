@@ -219,31 +219,38 @@ class CompareRunner:
 
         async def client(jobs: list[CompareJob]) -> None:
             nonlocal in_flight
-            for job in jobs:
-                # With a slot per stream this never holds; it does when slots are fewer.
-                waited = self._slots is not None and in_flight >= self._slots
-                in_flight += 1
-                events.put_nowait(RunStarting(job=job))
-                try:
-                    done[job.seq] = await self._run(job, session, check=False, waited=waited)
-                finally:
-                    in_flight -= 1
-                if done[job.seq][0] is None:
-                    return
+            try:
+                for job in jobs:
+                    # With a slot per stream this never holds; it does when slots are fewer.
+                    waited = self._slots is not None and in_flight >= self._slots
+                    in_flight += 1
+                    events.put_nowait(RunStarting(job=job))
+                    try:
+                        done[job.seq] = await self._run(job, session, check=False, waited=waited)
+                    finally:
+                        in_flight -= 1
+                    if done[job.seq][0] is None:
+                        return
+            finally:
+                events.put_nowait(None)  # this client is done (or stopped)
 
         by_client = [[j for j in block if j.client == c] for c in sorted({j.client for j in block})]
         tasks = [asyncio.create_task(client(jobs)) for jobs in by_client]
-        gathered = asyncio.gather(*tasks)
-        gathered.add_done_callback(lambda _: events.put_nowait(None))
         try:
-            while (event := await events.get()) is not None:
-                yield event
-            await gathered
+            ended = 0
+            while ended < len(tasks):
+                if (event := await events.get()) is None:
+                    ended += 1
+                else:
+                    yield event
+            for task in tasks:
+                task.result()  # a client's unexpected error, raised here
         finally:
+            # Every client stopped and awaited, its outcome retrieved: nothing outlives the
+            # block, and nothing is left for the loop to report at exit.
             for task in tasks:
                 task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
         if any(record is None for record, _ in done.values()):
             yield _Cancelled()
             return
