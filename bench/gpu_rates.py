@@ -12,7 +12,8 @@ CPU: a run of N_PREDICT tokens lasts a few tenths of a second, as on a GPU.
   client through ``spectui proxy --format jsonl`` (one proxy for the whole run) and the TUI in a
   real terminal (tmux 120x36, ``spectui --url … --run``). The figure is the server's own
   ``timings.predicted_per_second``; each round's ratio is client ÷ that round's curl; rounds
-  rotate the order; medians, with the spread of the rounds as the noise.
+  rotate the order; medians, with the spread of the rounds as the noise. ``curl-again`` (curl
+  once more, paired the same way) is the noise floor: what a client that costs nothing reads.
 * **lag**: the TUI in tmux attached through a relay (its own process) that stamps every read
   from the server with CLOCK_MONOTONIC: the time a token's bytes left the server. A token's lag
   = when the token pane first drew it (`tui.PaintLog`, installed in the TUI's process) minus
@@ -34,6 +35,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,7 +60,10 @@ LAG_GOAL_MS = 100.0
 FOLLOW_GOAL_MS = 500.0
 RATE_FLOOR = 1500.0
 """The curl runs' median server rate must reach this for the figures to be 'GPU rates'."""
-CLIENTS = ("curl", "stream", "proxy", "tui")
+CLIENTS = ("curl", "stream", "proxy", "tui", "curl-again")
+"""`curl-again` is curl once more: its ratio to curl is the noise floor of a ratio in this run
+(what a client that costs nothing reads as)."""
+WATCHERS = ("stream", "proxy", "tui")
 
 
 def tiny_model(folder: Path) -> Path:
@@ -116,9 +121,11 @@ def run_stream(url: str, n_predict: int) -> tuple[float, float]:
     return float(summary["server_timings"]["predicted_per_second"]), children_cpu_s() - before
 
 
-def spread(values: list[float]) -> list[float]:
-    """The lowest and highest of the rounds."""
-    return [min(values), max(values)]
+def spread(values: list[float]) -> dict[str, float]:
+    """The rounds' lowest, quartiles and highest."""
+    ordered = sorted(values)
+    q1, _, q3 = statistics.quantiles(ordered, n=4) if len(ordered) > 1 else ordered * 3
+    return {"min": ordered[0], "q1": q1, "q3": q3, "max": ordered[-1]}
 
 
 def ratios(
@@ -127,15 +134,16 @@ def ratios(
     """Every client in turn, each round in another order; the server's rate, and each spectui
     client's CPU per 1,000 tokens (what it takes from the server on a busy machine)."""
     rates: dict[str, list[float]] = {client: [] for client in CLIENTS}
-    cpu: dict[str, list[float]] = {client: [] for client in CLIENTS[1:]}
+    cpu: dict[str, list[float]] = {client: [] for client in WATCHERS}
     proxy_url, proxy_pid = proxy
     run_curl(url, folder, n)  # warm-up, not counted
     # What `stream` spends starting and stopping (imports, connecting), taken off its CPU.
     startup = min(run_stream(url, 1)[1] for _ in range(2))
     for round_ in range(rounds):
-        order = CLIENTS[round_ % 4 :] + CLIENTS[: round_ % 4]
+        turn = round_ % len(CLIENTS)
+        order = CLIENTS[turn:] + CLIENTS[:turn]
         for client in order:
-            if client == "curl":
+            if client in ("curl", "curl-again"):
                 rates[client].append(run_curl(url, folder, n))
             elif client == "stream":
                 rate, cpu_s = run_stream(url, n)
@@ -154,8 +162,8 @@ def ratios(
         client: [r / base for r, base in zip(rates[client], rates["curl"], strict=True)]
         for client in CLIENTS[1:]
     }
-    # The noise: how much curl's own rate wanders between rounds (its spread around the median),
-    # against which a ratio's distance from 1 is read.
+    # The noise: curl-again's ratio (a client that costs nothing), and how far curl's own rate
+    # wanders between rounds; a watcher's ratio is read against them.
     return {
         "ratio": {client: median(values) for client, values in paired.items()},
         "ratio_spread": {client: spread(values) for client, values in paired.items()},
