@@ -423,3 +423,20 @@ async def test_a_new_run_lays_the_screen_out_only_when_the_table_changes_height(
         assert not pane._layout_required
         await pilot.pause()
         assert "ngram-simple" in pane.render_line(0).text  # (and it is drawn)
+
+
+async def test_metrics_pane_says_what_chunks_of_several_steps_left_undecided() -> None:
+    app = SpectuiApp(FakeEngine(), Settings())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        pane = app.screen.query_one(MetricsPane)
+        metrics = RunMetrics(
+            tokens=40, steps=37, steps_maybe_fewer=1, steps_maybe_more=2, steps_unsplit=4,
+            accepted=3, accepted_unplaced=3, origin_unknown_tokens=5,
+        )  # fmt: skip
+        pane.begin(RunColumn("draft-mtp", "custom", metrics))
+        await pilot.pause()
+        text = " ".join(pane.render_line(y).text.strip() for y in range(pane.size.height))
+        assert "ⓘ steps 36–39 in this run" in text
+        assert "ⓘ 4 steps' positions unknown in this run" in text
+        assert "ⓘ 5 tokens' origin unknown in this run" in text

@@ -68,3 +68,24 @@ async def test_a_closed_pipe_is_noted_and_the_next_write_raises() -> None:
         os.write(write_end, b"x")
     finally:
         os.close(write_end)
+
+
+async def test_text_writer_marks_drafts_and_unknown_origins_apart() -> None:
+    import io
+
+    from spectui.commands.output import ThrottledOutput
+    from spectui.commands.stream import TextWriter
+    from spectui.core.events import TokenEvent, TokenOrigin
+
+    target, draft, unknown = TokenOrigin.TARGET, TokenOrigin.DRAFT, TokenOrigin.UNKNOWN
+    tokens = [("a", target), ("b", draft), ("c", draft), ("d", unknown), ("e", target)]
+    for colour, expected in [
+        (False, "a[bc]{d}e\n"),
+        (True, "a\x1b[1;4;32mbc\x1b[0m\x1b[3md\x1b[0me\n"),
+    ]:
+        buffer = io.StringIO()
+        writer = TextWriter(ThrottledOutput(buffer), colour=colour)
+        for index, (text, origin) in enumerate(tokens):
+            writer.token(TokenEvent(index=index, text=text, origin=origin))
+        writer.finish()
+        assert buffer.getvalue() == expected

@@ -31,35 +31,43 @@ from spectui.lifecycle import run_guarded
 
 _DRAFT_STYLE = "\x1b[1;4;32m"  # bold, underlined, green: reads without colour too
 _RESET = "\x1b[0m"
+_UNKNOWN_STYLE = "\x1b[3m"  # italic: the counters could not say whether drafted or not
 
 
 class TextWriter:
-    """Tokens as they arrive; drafted spans coloured, or wrapped in [ ] without colour."""
+    """Tokens as they arrive; drafted spans coloured, or wrapped in [ ] without colour; tokens
+    whose origin the counters could not decide (chunks of several steps) in italics, or { }."""
 
     def __init__(self, out: ThrottledOutput, *, colour: bool) -> None:
         self.out = out
         self.colour = colour
-        self._in_draft = False
+        self._span = TokenOrigin.TARGET
 
     def token(self, token: TokenEvent) -> None:
         if not token.text:
             return
-        drafted = token.origin is TokenOrigin.DRAFT
-        if drafted != self._in_draft:
-            self.out.write(self._open() if drafted else self._close())
-            self._in_draft = drafted
+        if token.origin is not self._span:
+            self.out.write(self._close() + self._open(token.origin))
+            self._span = token.origin
         self.out.write(token.text)
 
-    def _open(self) -> str:
-        return _DRAFT_STYLE if self.colour else "["
+    def _open(self, origin: TokenOrigin) -> str:
+        if origin is TokenOrigin.TARGET:
+            return ""
+        if origin is TokenOrigin.DRAFT:
+            return _DRAFT_STYLE if self.colour else "["
+        return _UNKNOWN_STYLE if self.colour else "{"
 
     def _close(self) -> str:
-        return _RESET if self.colour else "]"
+        if self._span is TokenOrigin.TARGET:
+            return ""
+        if self.colour:
+            return _RESET
+        return "]" if self._span is TokenOrigin.DRAFT else "}"
 
     def finish(self) -> None:
-        if self._in_draft:
-            self.out.write(self._close())
-            self._in_draft = False
+        self.out.write(self._close())
+        self._span = TokenOrigin.TARGET
         self.out.write("\n")
         self.out.flush()
 

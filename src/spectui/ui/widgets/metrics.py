@@ -121,10 +121,26 @@ def _warnings(now: RunColumn | None, before: RunColumn | None) -> list[str]:
     """What the numbers cannot vouch for: runs whose attribution did not fit the counters."""
     warnings: list[str] = []
     for record, which in ((now, "this run"), (before, "the previous run")):
-        if record is not None and (n := record.metrics.attribution_anomalies):
+        if record is None:
+            continue
+        metrics = record.metrics
+        if n := metrics.attribution_anomalies:
             noun = "anomaly" if n == 1 else "anomalies"
             warnings.append(f"⚠ {n} attribution {noun} in {which}: draft/target counts may be off")
+        warnings.extend(f"ⓘ {note} in {which}" for note in _uncertain(metrics))
     return warnings
+
+
+def _uncertain(m: RunMetrics) -> list[str]:
+    """What chunks of several steps (held-back UTF-8) left undecided, said rather than guessed."""
+    notes = []
+    if m.steps_maybe_fewer or m.steps_maybe_more:
+        notes.append(f"steps {m.steps - m.steps_maybe_fewer}–{m.steps + m.steps_maybe_more}")
+    if m.steps_unsplit:
+        notes.append(f"{m.steps_unsplit} steps' positions unknown")
+    if m.origin_unknown_tokens:
+        notes.append(f"{m.origin_unknown_tokens} tokens' origin unknown")
+    return notes
 
 
 def _warning_lines(now: RunColumn | None, before: RunColumn | None, width: int) -> list[str]:
