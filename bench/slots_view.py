@@ -1,7 +1,8 @@
 """What the slots view costs: `spectui proxy`'s TUI in a real terminal (tmux) with four clients
 streaming through it at RATE tokens/s each, the slots view open (`s`: four lanes) against the
 Traffic screen alone, from a paced stand-in server (`fake_server.py`) so only spectui's own work
-is measured.
+is measured. A fourth mode, the proxy with `--format jsonl` and no TUI, is the proxy's own work;
+the slots view's drawing is its CPU minus that.
 
 Each run starts the proxy's TUI in a tmux session (120x36 or 80x24), presses `s` (checked on
 the pane: the lanes' line must show), starts four `curl -N` clients through the proxy, and after
@@ -39,12 +40,14 @@ STREAMS = 4
 SLOTS_LINE = "one per concurrent request"
 """What the slots view's aggregate line says (the pane is checked for it)."""
 
-MODES = {
+MODES: dict[str, tuple[int, int, bool | None]] = {
     "slots 120x36": (120, 36, True),
     "traffic 120x36": (120, 36, False),
     "slots 80x24": (80, 24, True),
+    "proxy jsonl": (120, 36, None),
 }
-"""name: (columns, rows, whether `s` is pressed)."""
+"""name: (columns, rows, whether `s` is pressed; None: no TUI, `--format jsonl` to /dev/null,
+the proxy's own work without drawing)."""
 
 
 def tmux(*args: str, capture: bool = False) -> str:
@@ -76,6 +79,8 @@ def one_run(upstream: str, mode: str, tokens: int, window: float) -> tuple[float
     command = (f"cd {ROOT} && exec env -u SPECTUI_STOCK PYTHONPATH={ROOT / 'src'} {PYTHON} "
                f"-m spectui.cli proxy "
                f"--url {upstream} --listen 127.0.0.1:{port}")  # fmt: skip
+    if slots is None:
+        command += " --format jsonl > /dev/null"
     tmux("new-session", "-d", "-s", session, "-x", str(columns), "-y", str(rows), command)
     clients: list[subprocess.Popen[bytes]] = []
     try:
@@ -139,12 +144,14 @@ def main() -> None:
     ratio = (
         figures["slots 120x36"] / figures["traffic 120x36"] if figures["traffic 120x36"] else None
     )
+    drawing = round(figures["slots 120x36"] - figures["proxy jsonl"], 2)
     for name, value in figures.items():
         print(f"{name:>24}: {value}")
     verdict = "met" if figures["slots 120x36"] <= GOAL else "NOT met"
     print(f"slots view 120x36, {STREAMS} lanes at {args.rate:g} tok/s: "
           f"{figures['slots 120x36']:.1f} % of a core (goal <= {GOAL:g} %: {verdict}); "
           f"÷ Traffic screen {ratio if ratio is None else round(ratio, 2)}; "
+          f"its drawing (minus the proxy alone) {drawing:.1f} %; "
           f"load {load_before[0]:.1f} -> {load_after[0]:.1f}")  # fmt: skip
     write_result(
         "slots_view",
@@ -155,6 +162,7 @@ def main() -> None:
             "goal_percent": GOAL,
             "median": figures,
             "slots_over_traffic": ratio,
+            "drawing_percent": drawing,
             "load_1min": [load_before[0], load_after[0]],
             "runs": runs,
         },
