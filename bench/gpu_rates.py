@@ -33,7 +33,6 @@ import asyncio
 import contextlib
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -101,24 +100,29 @@ def spectui_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "spectui.cli", *args]
 
 
-def children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def proc_cpu_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_stream(url: str, n_predict: int) -> tuple[float, float]:
-    """(server tok/s, the process's CPU seconds, start-up included)."""
+    """(server tok/s, the process's CPU seconds from its first record to its summary: the
+    generation's share, not its start-up)."""
     argv = spectui_argv("stream", "--url", url, "--prompt", PROMPT, "--n-predict", str(n_predict))
-    before = children_cpu_s()
-    out = subprocess.run([*argv, "--format", "jsonl"], capture_output=True, text=True, check=True)
-    summary = json.loads(out.stdout.splitlines()[-1])
+    proc = subprocess.Popen([*argv, "--format", "jsonl"], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    first: float | None = None
+    lines = []
+    for line in proc.stdout:  # (the process is read before it is reaped: /proc still has it)
+        if first is None:
+            first = proc_cpu_s(proc.pid)
+        lines.append(line)
+    last = proc_cpu_s(proc.pid)
+    if proc.wait() != 0:
+        raise SystemExit(f"gpu_rates.py: spectui stream failed (exit {proc.returncode})")
+    summary = json.loads(lines[-1])
     assert summary["type"] == "summary" and summary["tokens"] == n_predict, summary
-    return float(summary["server_timings"]["predicted_per_second"]), children_cpu_s() - before
+    return float(summary["server_timings"]["predicted_per_second"]), last - (first or last)
 
 
 def spread(values: list[float]) -> dict[str, float]:
@@ -137,8 +141,6 @@ def ratios(
     cpu: dict[str, list[float]] = {client: [] for client in WATCHERS}
     proxy_url, proxy_pid = proxy
     run_curl(url, folder, n)  # warm-up, not counted
-    # What `stream` spends starting and stopping (imports, connecting), taken off its CPU.
-    startup = min(run_stream(url, 1)[1] for _ in range(2))
     for round_ in range(rounds):
         turn = round_ % len(CLIENTS)
         order = CLIENTS[turn:] + CLIENTS[:turn]
@@ -148,7 +150,7 @@ def ratios(
             elif client == "stream":
                 rate, cpu_s = run_stream(url, n)
                 rates[client].append(rate)
-                cpu[client].append(max(0.0, cpu_s - startup) * 1000 / n)
+                cpu[client].append(cpu_s * 1000 / n)
             elif client == "proxy":
                 before = proc_cpu_s(proxy_pid)
                 rates[client].append(run_curl(proxy_url, folder, n))
