@@ -97,6 +97,19 @@ def grows(path: Path) -> Callable[[], bool]:
     return lambda: path.exists() and path.stat().st_size > 0
 
 
+def flowing(path: Path, gap: float = 0.5, least: int = 1_000) -> Callable[[], bool]:
+    """Whether more than ``least`` bytes were added to ``path`` within ``gap`` seconds: the TUI
+    drawing a stream (it says `generating` before the first token, and an idle TUI writes
+    nothing)."""
+
+    def ready() -> bool:
+        before = path.stat().st_size if path.exists() else 0
+        time.sleep(gap)
+        return path.exists() and path.stat().st_size - before > least
+
+    return ready
+
+
 def stream_cpu(
     url: str, src: Path, tokens: int, window: float, extra: dict[str, str] | None = None
 ) -> float:
@@ -150,20 +163,26 @@ def proxy_cpu(
 
 
 def tui_cpu(
-    url: str, src: Path, tokens: int, window: float, extra: dict[str, str] | None = None
+    url: str,
+    src: Path,
+    tokens: int,
+    window: float,
+    extra: dict[str, str] | None = None,
+    size: tuple[int, int] = SIZE,
 ) -> tuple[float, float]:
-    """(CPU %, bytes written to the terminal per second) of the TUI in tmux."""
+    """(CPU %, bytes written to the terminal per second) of the TUI in tmux of ``size``."""
     session = f"spectui-bench-{os.getpid()}"
     log = Path(f"/tmp/{session}.out")
     env = " ".join(f"{name}={shlex.quote(value)}" for name, value in (extra or {}).items())
     command = (f"cd {ROOT} && env -u SPECTUI_STOCK {env} PYTHONPATH={src} {PYTHON} -m spectui.cli"
                f" --url {url} --prompt x --n-predict {tokens} --run")  # fmt: skip
-    columns, rows = (str(n) for n in SIZE)
+    columns, rows = (str(n) for n in size)
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", columns, "-y", rows, command],
                    check=True)  # fmt: skip
     try:
         subprocess.run(["tmux", "pipe-pane", "-t", session, f"cat > {log}"], check=True)
         await_true(lambda: "generating" in _screen(session), "the TUI")
+        await_true(flowing(log), "the TUI")
         time.sleep(WARMUP_S)
         pane_pid = int(subprocess.run(
             ["tmux", "display", "-p", "-t", session, "#{pane_pid}"],
@@ -209,7 +228,7 @@ def main() -> None:
     for spec in args.src:
         folder, _, label = spec.partition("=")
         sources.append((Path(folder), label or folder))
-    tokens = int(args.rate * (WARMUP_S + args.window + START_S))
+    tokens = int(args.rate * (WARMUP_S + args.window + 30))
     runs: dict[str, list[float]] = {}
     with fake_server(args.rate) as url:
         for _ in range(args.reps):

@@ -1,236 +1,196 @@
-"""What each of the TUI's private-API overrides buys over the stock path it falls back to.
+"""Whether each private-API override earns its keep where a user pays for it: the CPU of the
+whole spectui process.
 
-One process, the overrides switched by name through SPECTUI_STOCK (spectui.core.overrides), the
-two modes alternating round by round so that a busy machine weighs on both alike; the figure of
-each is the ratio stock / override of medians taken in this run.
+Every override defined in `spectui.core.overrides` is measured in the client it speeds, run as
+a process of its own against the paced stand-in server (`fake_server.py`) at a fixed token
+rate, exactly as `client_cpu.py` measures clients (the TUI in tmux writing to a real terminal,
+120x40 or, for the sparkline, 100x30; `spectui stream`; `spectui proxy` with a `curl -N`
+client): CPU (user + system, all threads, from /proc) over a window mid-stream, as a share of
+one core. The stock path is the same client with ``SPECTUI_STOCK=<name>``: that override alone
+off, the others on. Within a round the variants run one after another, their order rotating
+from round to round, so a busy machine weighs on all alike; the figure is stock / override of
+the medians over the rounds.
 
-* lean-compositor: the live TUI (headless, 160×48) fed a recorded stream (at each pace of
-  `PACES`) through the real client code (`paced.PacedEngine`). Per frame: CPU of the
-  compositor's `render_update` plus the escape sequences for a terminal (thread time), and the
-  process's CPU over the run divided by the frames drawn.
-* strip-sparkline: a redraw of the tokens/s sparkline in place (new data, then every line
-  through the widget's `render_lines`, as a frame does), its own strips vs Textual's. (The
-  wide layout shows the plot instead: the sparkline is shown beside it for the measurement.)
-* lean-plot: a redraw of the tokens/s plot in place (replot, then every line), `ansi_text` vs
-  `Text.from_ansi`.
+An override earns its keep when, at one of the rates measured, its stock path costs at least
+10 % more CPU (`WORTH`, medians) *and* every stock round cost more than every round with it (on
+a shared machine a ratio of medians alone lets one noisy round decide); the script exits 1
+naming each that does not, and 2 when an override is defined that it does not know how to
+measure.
 
-    python bench/overrides.py [--rounds 3]
+    python bench/overrides.py [--rate 50 --rate 1000] [--rounds 3] [--window 10] [--only NAME]
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import importlib
 import os
-import statistics
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-import psutil
-from common import until, write_result
-from paced import PacedEngine
-from textual._compositor import Compositor, CompositorUpdate
-from textual.geometry import Region
-from textual.widget import Widget
+from client_cpu import fake_server, proxy_cpu, stream_cpu, tui_cpu
+from common import median, write_result
 
-from spectui.config import Settings
 from spectui.core import overrides
-from spectui.core.events import ServerState
 from spectui.core.overrides import STOCK_ENV
-from spectui.ui.apps.live import SpectuiApp
-from spectui.ui.lean_compositor import LeanCompositor
-from spectui.ui.screens.main import MainScreen
-from spectui.ui.widgets.plot import LeanPlotextPlot, lean_plot_enabled
-from spectui.ui.widgets.sparkline import StripSparkline, strip_sparkline_enabled
 
-SIZE = (160, 48)
-PACES = {"100 tok/s": (1_000, 100.0), "1,000 tok/s": (6_000, 1_000.0)}
-"""Stream (tokens, tokens/s): one line changes per frame at the first, the pane scrolls at the
-second (the lean compositor's gain depends on how much of the screen a frame changes)."""
-REDRAWS = 200
+SRC = Path(__file__).resolve().parent.parent / "src"
 WORTH = 1.10
-"""An override earns its keep when the stock path costs at least this much more."""
+"""An override earns its keep when its stock path costs at least this much more CPU."""
+RATES = (50.0, 1_000.0)
+"""Tokens/s: the rate the performance guard is set at, and a fast GPU's."""
+
+Measure = Callable[[str, Path, int, float, dict[str, str] | None], float]
 
 
-@contextmanager
-def stock(*names: str) -> Iterator[None]:
-    """The named overrides off (their stock paths), decided afresh; all on again afterwards."""
-    os.environ[STOCK_ENV] = ",".join(names)
-    overrides.reset()
-    try:
-        yield
-    finally:
-        os.environ.pop(STOCK_ENV, None)
-        overrides.reset()
+def _tui(size: tuple[int, int]) -> Measure:
+    def measure(
+        url: str, src: Path, tokens: int, window: float, extra: dict[str, str] | None
+    ) -> float:
+        return tui_cpu(url, src, tokens, window, extra, size)[0]
+
+    return measure
 
 
-class FrameLog:
-    """CPU of each frame: the compositor's `render_update` and the escape sequences a terminal
-    would be sent (headless Textual skips making those; this makes them, and throws them away)."""
+CLIENTS: dict[str, Measure] = {
+    "tui 120x40": _tui((120, 40)),
+    "tui 100x30": _tui((100, 30)),
+    "stream": stream_cpu,
+    "proxy": proxy_cpu,
+}
+"""How each client's CPU is measured (the TUI draws the tokens/s chart as a plot from 120x36
+up, as a sparkline below)."""
 
-    def __init__(self) -> None:
-        self.frames = 0
-        self.cpu_s = 0.0
-        self._originals: tuple[Any, Any] | None = None
+MEASURED_IN: dict[str, str] = {
+    "lean-compositor": "tui 120x40",
+    "strip-sparkline": "tui 100x30",
+    "lean-plot": "tui 120x40",
+    "asyncio-transport": "stream",
+    "lean-uvicorn": "proxy",
+}
+"""Override name -> the client whose CPU it is meant to save (where what it draws is shown)."""
 
-    def __enter__(self) -> FrameLog:
-        update, display = self._originals = Compositor.render_update, SpectuiApp._display
-
-        def render_update(compositor: Compositor, *args: Any, **kwargs: Any) -> Any:
-            started = time.thread_time()
-            try:
-                return update(compositor, *args, **kwargs)
-            finally:
-                self.cpu_s += time.thread_time() - started
-
-        def terminal(app: SpectuiApp, screen: Any, renderable: Any) -> None:
-            if isinstance(renderable, CompositorUpdate):
-                started = time.thread_time()
-                renderable.render_segments(app.console)
-                self.cpu_s += time.thread_time() - started
-                self.frames += 1
-            display(app, screen, renderable)
-
-        Compositor.render_update = render_update  # type: ignore[method-assign,assignment]
-        SpectuiApp._display = terminal  # type: ignore[method-assign,assignment]
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        assert self._originals is not None
-        Compositor.render_update, SpectuiApp._display = self._originals  # type: ignore[method-assign]
+DEFINING_MODULES = (
+    "spectui.ui.apps.live",
+    "spectui.ui.apps.proxy",
+    "spectui.core.llama.transport",
+    "spectui.core.proxy.serve",
+)
+"""Imported so that every override the clients can use is defined (`overrides.defined()`)."""
 
 
-def main_screen(app: SpectuiApp) -> MainScreen:
-    screen = app.main_screen
-    assert screen is not None
-    return screen
+def defined_overrides() -> list[str]:
+    """The names of every override the clients define for speed, in a fixed order (share's
+    gate exists for what textual-serve's public API cannot do, not to save CPU)."""
+    for module in DEFINING_MODULES:
+        importlib.import_module(module)
+    return sorted(override.name for override in overrides.defined() if override.for_speed)
 
 
-async def tui_run(lean: bool, tokens: int, rate: float) -> dict[str, float]:
-    """One paced run of the TUI; per frame: compositor CPU and process CPU (ms)."""
-    engine = PacedEngine(tokens, rate)
-    app = SpectuiApp(engine, Settings(n_predict=tokens), prompt="recorded stream")
-    with FrameLog() as log:
-        async with app.run_test(size=SIZE):
-            screen = main_screen(app)
-            await until(lambda: screen.state is ServerState.READY)
-            assert isinstance(screen._compositor, LeanCompositor) is lean
-            me = psutil.Process()
-            frames0, compositor0 = log.frames, log.cpu_s
-            cpu0 = me.cpu_times()
-            screen.action_run()
-            await until(lambda: screen.running)
-            await until(lambda: not screen.running)
-            cpu1 = me.cpu_times()
-            frames, compositor = log.frames - frames0, log.cpu_s - compositor0
-    busy = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
-    return {
-        "frames": frames,
-        "compositor_ms_per_frame": 1000 * compositor / frames,
-        "process_ms_per_frame": 1000 * busy / frames,
-    }
-
-
-def redraw_ms(widget: Widget, change: Callable[[int], None]) -> float:
-    """Median CPU (ms) of one redraw: ``change(i)``, then every line as a frame would ask."""
-    region = Region(0, 0, *widget.size)
-    times = []
-    for index in range(REDRAWS):
-        change(index)
-        widget.refresh()
-        started = time.thread_time()
-        widget.render_lines(region)
-        times.append(time.thread_time() - started)
-    return 1000 * statistics.median(times)
-
-
-async def widget_redraws(rounds: int) -> dict[str, dict[str, list[float]]]:
-    """Redraws of the step sparkline and the tokens/s plot, in place after a run, both modes."""
-    engine = PacedEngine(2_000, 4_000.0)
-    app = SpectuiApp(engine, Settings(n_predict=2_000), prompt="recorded stream")
-    out: dict[str, dict[str, list[float]]] = {
-        name: {"override": [], "stock": []} for name in ("strip-sparkline", "lean-plot")
-    }
-    async with app.run_test(size=SIZE) as pilot:
-        screen = main_screen(app)
-        await until(lambda: screen.state is ServerState.READY)
-        screen.action_run()
-        await until(lambda: screen.running)
-        await until(lambda: not screen.running)
-        spark = screen.query_one("#tps-spark", StripSparkline)
-        spark.display = True  # (hidden where the plot is shown)
-        await pilot.pause()
-        screen.charts.replot()
-        await pilot.pause()
-        plot = screen.query_one("#tps-plot", LeanPlotextPlot)
-        assert spark.display and plot.display and spark.size.area and plot.size.area
-        steps = list(spark.data or [1.0, 2.0])
-
-        def new_steps(index: int) -> None:
-            spark.data = steps[index % 7 :] + steps[: index % 7]  # (new data, same shape)
-
-        def new_plot(index: int) -> None:
-            screen.charts.replot()
-
-        for _ in range(rounds):
-            for mode in ("override", "stock"):
-                names = ("strip-sparkline", "lean-plot") if mode == "stock" else ()
-                with stock(*names):
-                    assert strip_sparkline_enabled() is (mode == "override")
-                    assert lean_plot_enabled() is (mode == "override")
-                    out["strip-sparkline"][mode].append(redraw_ms(spark, new_steps))
-                    out["lean-plot"][mode].append(redraw_ms(plot, new_plot))
-        await app.action_quit()
+def variants(names: list[str]) -> dict[str, tuple[str, dict[str, str] | None]]:
+    """Label -> (client, extra environment): each client with every override on, then each
+    override's stock path (it alone off)."""
+    out: dict[str, tuple[str, dict[str, str] | None]] = {}
+    for client in sorted({MEASURED_IN[name] for name in names}):
+        out[f"{client} overrides on"] = (client, None)
+    for name in names:
+        out[f"{MEASURED_IN[name]} stock {name}"] = (MEASURED_IN[name], {STOCK_ENV: name})
     return out
 
 
-def figure(override: list[float], stock_path: list[float], judged: bool = True) -> dict[str, Any]:
-    """Medians and their ratio; ``judged``: the thing the override speeds (else context only)."""
-    lean, plain = statistics.median(override), statistics.median(stock_path)
-    return {
-        "override_ms": lean,
-        "stock_ms": plain,
-        "stock_over_override": plain / lean,
-        "earns_its_keep": plain / lean >= WORTH if judged else None,
-        "rounds": {"override": override, "stock": stock_path},
+def measure(rate: float, rounds: int, window: float, names: list[str]) -> dict[str, list[float]]:
+    """CPU % of each variant at ``rate``, one value per round."""
+    runs: dict[str, list[float]] = {}
+    labels = variants(names)
+    order = list(labels)
+    tokens = int(rate * (window + 30))  # (streams beyond the window: it starts once it flows)
+    with fake_server(rate) as url:
+        for index in range(rounds):
+            shift = index % len(order)
+            for label in order[shift:] + order[:shift]:
+                client, extra = labels[label]
+                cpu = CLIENTS[client](url, SRC, tokens, window, extra)
+                runs.setdefault(label, []).append(cpu)
+                print(f"{rate:g} tok/s round {index + 1}: {label}: {cpu:.2f} %", flush=True)
+    return runs
+
+
+def judge(names: list[str], per_rate: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
+    """Per override: CPU with it and without it at each rate, the ratios, and the verdict."""
+    verdicts: dict[str, Any] = {}
+    for name in names:
+        client = MEASURED_IN[name]
+        rates: dict[str, Any] = {}
+        for rate, runs in per_rate.items():
+            with_it, without = runs[f"{client} overrides on"], runs[f"{client} stock {name}"]
+            on, off = median(with_it), median(without)
+            ratio = off / on if on else 0.0
+            rates[rate] = {
+                "override_cpu_pct": round(on, 2),
+                "stock_cpu_pct": round(off, 2),
+                "stock_over_override": round(ratio, 3),
+                "separated": min(without) > max(with_it),
+                "earns": ratio >= WORTH and min(without) > max(with_it),
+            }
+        earns = any(r["earns"] for r in rates.values())
+        verdicts[name] = {"client": client, "rates": rates, "earns_its_keep": earns}
+    return verdicts
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=float, action="append", help="tokens/s (50 and 1000)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--window", type=float, default=10.0, help="seconds measured per run")
+    parser.add_argument("--only", action="append", metavar="NAME", help="measure these only")
+    args = parser.parse_args()
+    if shutil.which("tmux") is None or shutil.which("curl") is None:
+        raise SystemExit("overrides: needs tmux and curl")
+    names = defined_overrides()
+    unknown = sorted(set(names) - set(MEASURED_IN))
+    if unknown:
+        print(f"overrides: no client to measure {', '.join(unknown)} in", file=sys.stderr)
+        return 2
+    if args.only:
+        wrong = sorted(set(args.only) - set(names))
+        if wrong:
+            raise SystemExit(f"overrides: no override named {', '.join(wrong)}")
+        names = [name for name in names if name in args.only]
+    rates = args.rate or list(RATES)
+    per_rate = {f"{rate:g} tok/s": measure(rate, args.rounds, args.window, names) for rate in rates}
+    verdicts = judge(names, per_rate)
+    result = {
+        "rule": (
+            f"at one rate: stock / override >= {WORTH} (medians of whole-process CPU) and every"
+            " stock round above every round with the override"
+        ),
+        "window_s": args.window,
+        "rounds": args.rounds,
+        "overrides": verdicts,
+        "runs": per_rate,
+        "machine": {"cpus": os.cpu_count(), "load_1min": os.getloadavg()[0]},
     }
-
-
-def main(rounds: int) -> dict[str, Any]:
-    result: dict[str, Any] = {"size": list(SIZE), "paces": PACES}
-    for pace, (tokens, rate) in PACES.items():
-        tui: dict[str, list[dict[str, float]]] = {"override": [], "stock": []}
-        for _ in range(rounds):
-            tui["override"].append(asyncio.run(tui_run(True, tokens, rate)))
-            with stock("lean-compositor"):
-                tui["stock"].append(asyncio.run(tui_run(False, tokens, rate)))
-        for key in ("compositor_ms_per_frame", "process_ms_per_frame"):
-            per = {mode: [run[key] for run in runs] for mode, runs in tui.items()}
-            judged = key == "compositor_ms_per_frame"
-            result[f"lean-compositor {pace} {key}"] = figure(per["override"], per["stock"], judged)
-        result[f"lean-compositor {pace} frames"] = {
-            mode: [run["frames"] for run in runs] for mode, runs in tui.items()
-        }
-    for name, modes in asyncio.run(widget_redraws(rounds)).items():
-        result[f"{name} redraw"] = figure(modes["override"], modes["stock"])
-    result["machine"] = {"cpus": os.cpu_count(), "load_1min": os.getloadavg()[0]}
     path = write_result("overrides", result)
-    for key, value in result.items():
-        if isinstance(value, dict) and "stock_over_override" in value:
-            print(
-                f"{key}: override {value['override_ms']:.3f} ms, stock {value['stock_ms']:.3f} ms,"
-                f" stock/override {value['stock_over_override']:.2f}"
-                + {True: " (keep)", False: " (does not earn its keep)", None: ""}[
-                    value["earns_its_keep"]
-                ]
-            )
+    failed = []
+    for name, verdict in verdicts.items():
+        figures = " · ".join(
+            f"{rate}: {r['override_cpu_pct']:.2f} % vs stock {r['stock_cpu_pct']:.2f} %"
+            f" (x{r['stock_over_override']})"
+            for rate, r in verdict["rates"].items()
+        )
+        keep = verdict["earns_its_keep"]
+        print(f"{name} ({verdict['client']}): {figures} -> {'keep' if keep else 'does not earn'}")
+        if not keep:
+            failed.append(name)
     print(f"-> {path}")
-    return result
+    if failed:
+        print(f"overrides: saving < 10 % of the process: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rounds", type=int, default=3)
-    main(parser.parse_args().rounds)
+    sys.exit(main())
