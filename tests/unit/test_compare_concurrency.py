@@ -393,6 +393,11 @@ def test_the_verdict_says_where_speculation_stops_paying_in_one_sentence() -> No
     )
     assert level_sentence(rows[:2]) == "keep at every level — 1.42x at 1, 1.10x at 2"
     assert level_sentence([rows[2]]) == "a keep at no level — drop at 4 (0.83x, 0.78–0.88)"
+    unclear = rows[0].model_copy(update={"verdict": "inconclusive", "pairs": 1})
+    assert level_sentence([unclear, rows[1], rows[2]]) == (
+        "keep at 2 streams only — inconclusive at 1 (1.42x); keep at 2 (1.10x, 1.07–1.12); "
+        "drop at 4 (0.83x, 0.78–0.88)"
+    )
     pending = rows[2].model_copy(update={"verdict": "pending", "runs": 3})
     assert level_sentence([rows[0], pending]) == "pending — 12 of 18 requests done"
 

@@ -245,7 +245,8 @@ def level_verdicts(plan: ComparePlan, rows: Sequence[LevelRow]) -> list[LevelVer
 
 def level_sentence(rows: Sequence[LevelRow]) -> str:
     """'keep up to 2 concurrent streams — 1.42x at 1, 1.10x at 2; drop at 4 (0.83x,
-    0.78–0.88)': the leading levels that keep, then every other level's verdict."""
+    0.78–0.88)': the leading levels that keep, then every other level's verdict ('keep at 2
+    streams only — …' when the lowest does not keep; 'a keep at no level — …')."""
     pending = [r for r in rows if r.verdict == "pending"]
     if pending:
         done = sum(r.runs + r.failed for r in rows)
@@ -262,6 +263,9 @@ def level_sentence(rows: Sequence[LevelRow]) -> str:
         speeds = ", ".join(f"{_speed(r)} at {r.level}" for r in rows[:kept])
         streams = "stream" if top == 1 else "streams"
         return f"keep up to {top} concurrent {streams} — {speeds}; {rest}"
+    keeps = [str(r.level) for r in rows if r.verdict == "keep"]
+    if keeps:  # a keep further up, not from one stream on
+        return f"keep at {' and '.join(keeps)} streams only — {rest}"
     return f"a keep at no level — {rest}"
 
 
