@@ -54,6 +54,20 @@ class PacedEngine:
     def spec_types(self) -> tuple[str, ...]:
         return ()
 
+    # -- capabilities (spectui.core.engine.base): a live server's, control only --
+
+    @property
+    def server_control(self) -> PacedEngine:
+        return self
+
+    @property
+    def recorder(self) -> None:
+        return None
+
+    @property
+    def following(self) -> None:
+        return None
+
     async def start(self) -> AsyncGenerator[EngineEvent, None]:
         yield ServerStateEvent(state=ServerState.READY, detail="recorded stream")
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from spectui.core.engine.base import Engine
+from spectui.core.engine.base import RunSource
 from spectui.core.llama import procs
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ def exit_signals(on_exit: Callable[[int], object]) -> Iterator[None]:
         watchdog.cancel()
 
 
-async def run_guarded(engine: Engine, body: Coroutine[Any, Any, int]) -> int:
+async def run_guarded(engine: RunSource, body: Coroutine[Any, Any, int]) -> int:
     """A headless command: await ``body``; an exit signal cancels it and becomes the status; the
     engine is closed in every case."""
     task = asyncio.ensure_future(body)
@@ -133,7 +133,7 @@ async def run_guarded(engine: Engine, body: Coroutine[Any, Any, int]) -> int:
             await asyncio.shield(engine.aclose())
 
 
-async def run_app(app: App[Any], engine: Engine | None, *, headless: bool = False) -> int:
+async def run_app(app: App[Any], engine: RunSource | None, *, headless: bool = False) -> int:
     """The TUI: run ``app`` on this loop; an exit signal makes it exit with the signal's status;
     ``engine`` is closed on this loop afterwards, however the app ended."""
 

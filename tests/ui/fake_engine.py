@@ -129,6 +129,20 @@ class FakeEngine:
     def spec_types(self) -> tuple[str, ...]:
         return self.types
 
+    # -- capabilities: a live server's (control; recording is RecordingEngine's, around it) --
+
+    @property
+    def server_control(self) -> FakeEngine:
+        return self
+
+    @property
+    def recorder(self) -> None:
+        return None
+
+    @property
+    def following(self) -> None:
+        return None
+
     def _enter(self) -> None:
         self.active += 1
         self.max_active = max(self.max_active, self.active)

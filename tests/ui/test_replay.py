@@ -23,7 +23,7 @@ from spectui.ui.widgets.recording import RecordingIndicator
 from spectui.ui.widgets.tokens import TokenView
 
 from .fake_engine import FakeEngine
-from .ui_helpers import main_screen, settle
+from .ui_helpers import main_screen, replay_screen, settle
 
 REQUEST = GenerationRequest(prompt="Repeat the table and add a row.", n_predict=60)
 
@@ -50,17 +50,20 @@ async def test_replay_shows_the_recorded_run_with_recomputed_numbers(tmp_path: P
     engine = ReplayEngine(session, clock=ReplayClock(None))
     app = ReplayApp([engine], Settings())
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, lambda: engine.finished and not main_screen(app).running)
-        screen = main_screen(app)
+        await settle(pilot, lambda: engine.finished and not replay_screen(app).running)
+        screen = replay_screen(app)
         assert isinstance(screen, ReplayScreen)
         assert shown(screen.query_one(TokenView)) == recorded_tokens(session)
         current = screen.query_one(MetricsPane).current
         assert current is not None
         assert current.metrics == recompute(session).summary.metrics
         assert screen.engine.info.mode == "replay"
-        await pilot.press("t")  # no server to switch: refused with a note, nothing breaks
+        assert screen.engine.server_control is None  # a replay has no server to control
+        await pilot.press("t")  # no server to switch: a note says so, nothing breaks
         await pilot.pause()
-        assert screen.operation is None
+        assert any(
+            "switching spec types needs a live server" in n.message for n in app._notifications
+        )
         assert screen.state is ServerState.READY
         assert not screen.query(RecordingIndicator)  # a replay cannot record
 
@@ -72,7 +75,7 @@ async def test_pause_and_step_token_by_token(tmp_path: Path) -> None:
     times = sorted({e.t for e in session.events if isinstance(e, TokenEvent)})
     app = ReplayApp([engine], Settings())
     async with app.run_test(size=(100, 30)) as pilot:
-        screen = main_screen(app)
+        screen = replay_screen(app)
         await settle(pilot, lambda: screen.running)
         view = screen.query_one(TokenView)
         assert not view.model.tokens
@@ -149,7 +152,7 @@ async def test_a_recorded_server_crash_replays_and_plays_again(tmp_path: Path) -
     engine = ReplayEngine(session, clock=ReplayClock(None))
     app = ReplayApp([engine], Settings())
     async with app.run_test(size=(100, 30)) as pilot:
-        screen = main_screen(app)
+        screen = replay_screen(app)
         await settle(pilot, lambda: engine.finished and not screen.running)
         assert screen.state is ServerState.FAILED  # as recorded
         await pilot.press("r")

@@ -7,7 +7,9 @@ from collections.abc import Callable
 from textual.pilot import Pilot
 
 from spectui.ui.apps.live import SpectuiApp
+from spectui.ui.apps.replay import ReplayApp
 from spectui.ui.screens.main import MainScreen
+from spectui.ui.screens.replay import ReplayScreen
 
 
 async def settle(pilot: Pilot[None], until: Callable[[], bool], rounds: int = 500) -> None:
@@ -21,6 +23,12 @@ async def settle(pilot: Pilot[None], until: Callable[[], bool], rounds: int = 50
 
 
 def main_screen(app: SpectuiApp) -> MainScreen:
+    screen = app.main_screen
+    assert screen is not None
+    return screen
+
+
+def replay_screen(app: ReplayApp) -> ReplayScreen:
     screen = app.main_screen
     assert screen is not None
     return screen

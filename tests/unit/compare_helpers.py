@@ -140,6 +140,20 @@ class ScriptedEngine:
     def spec_types(self) -> tuple[str, ...]:
         return ("none", "ngram-simple", "ngram-mod", "draft-simple")
 
+    # -- capabilities (spectui.core.engine.base): a live server's, control only --
+
+    @property
+    def server_control(self) -> ScriptedEngine:
+        return self
+
+    @property
+    def recorder(self) -> None:
+        return None
+
+    @property
+    def following(self) -> None:
+        return None
+
     def log_tail(self, lines: int = 50) -> list[str]:
         return ["fake log"]
 

@@ -69,6 +69,20 @@ class CaptureEngine:
     def spec_types(self) -> tuple[str, ...]:
         return ("ngram-simple",)
 
+    # -- capabilities (spectui.core.engine.base): a live server's, control only --
+
+    @property
+    def server_control(self) -> CaptureEngine:
+        return self
+
+    @property
+    def recorder(self) -> None:
+        return None
+
+    @property
+    def following(self) -> None:
+        return None
+
     async def start(self) -> EventStream:
         yield ServerStateEvent(state=ServerState.READY)
 

@@ -1,8 +1,12 @@
-"""The engine's face to a UI or a headless command: one server, runs streamed as typed events.
+"""The engine's face to a UI or a headless command: a source of runs and what else it can do.
 
-`Engine` is the protocol the TUI programs against; `spectui.core.engine.live.LiveEngine`
-implements it over a real llama-server (launched or attached) and tests use a fake with the
-same shape.
+`RunSource` is what every source offers (info, a log view, close); `Runner` (run a request),
+`ServerControl` (start, switch, restart), `Recorder` (record runs) and `Following` (a
+presenter's session files) are capabilities a source has or lacks, and a UI asks for them by
+attribute, never by class. `Engine` is a live server, a source that runs and whose server
+spectui controls: `spectui.core.engine.live.LiveEngine` over a real llama-server (launched or
+attached), `RecordingEngine` around it (which also records). A replay is a source that runs; a
+follower one that follows; tests use fakes of the same shapes.
 """
 
 from __future__ import annotations
@@ -33,8 +37,9 @@ class ServerInfo(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    mode: Literal["launched", "attached", "replay"]
-    """Whether spectui started the server, attached to one, or replays a recorded session."""
+    mode: Literal["launched", "attached", "replay", "follow"]
+    """Whether spectui started the server, attached to one, replays a recorded session, or
+    follows a presenter's session files (before the first run names the presenter's server)."""
     url: str
     """Base URL, e.g. http://127.0.0.1:8080."""
     binary: Path | None = None
@@ -61,13 +66,58 @@ class ServerInfo(BaseModel):
     """The binary lists ``--spec-synth-len``: acceptance can be forced for a demonstration."""
 
 
-class Engine(Protocol):
-    """A server plus the ability to stream runs from it."""
+class RunSource(Protocol):
+    """What every source of runs offers the UI: a description, a log view and a close; the rest
+    are capabilities it has or lacks (None).
+
+    A UI asks for a capability by attribute (``if (ctl := source.server_control) is not None``),
+    never by the engine's class: a read-only source (a replay, a follower) simply has none of
+    those it cannot honour, rather than methods that refuse."""
 
     @property
     def info(self) -> ServerInfo:
-        """Current description of the server."""
+        """Current description of the server (the recorded one for a replay or a follower)."""
         ...
+
+    def log_tail(self, lines: int = 50) -> list[str]:
+        """What the log view shows: the server's most recent log lines, or what a replay or a
+        follower knows about the server it draws (every source has something to say there)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop everything the source started; idempotent."""
+        ...
+
+    @property
+    def server_control(self) -> ServerControl | None:
+        """Starting, switching and restarting the server (None: there is no server of ours)."""
+        ...
+
+    @property
+    def recorder(self) -> Recorder | None:
+        """Recording runs to session files (None: this source cannot record)."""
+        ...
+
+    @property
+    def following(self) -> Following | None:
+        """The presenter's session files this source follows (None: it follows nothing)."""
+        ...
+
+
+class Runner(Protocol):
+    """Runs a request and streams it (a live server, or a replay of a recorded one)."""
+
+    def run(self, request: GenerationRequest) -> EventStream:
+        """Stream one generation: tokens, steps, metrics snapshots, memory, then summary/error."""
+        ...
+
+    def cancel_run(self) -> None:
+        """Stop the run in progress; its iterator ends with a 'cancelled' summary."""
+        ...
+
+
+class ServerControl(Protocol):
+    """A server spectui can start, switch to another spec config and restart."""
 
     @property
     def spec_types(self) -> tuple[str, ...]:
@@ -79,21 +129,54 @@ class Engine(Protocol):
         ...
 
     def switch_spec(self, spec: SpecConfig, *, adopt: bool = False) -> EventStream:
-        """Restart the server with another spec config; yields state events until ready/failed."""
+        """Restart the server with another spec config (a restart is a switch to the same one);
+        yields state events until ready or failed."""
         ...
 
-    def run(self, request: GenerationRequest) -> EventStream:
-        """Stream one generation: tokens, steps, metrics snapshots, memory, then summary/error."""
+
+class Recorder(Protocol):
+    """A source that can record its runs to session files (`spectui.core.sessions.recording`)."""
+
+    @property
+    def recording(self) -> bool:
+        """Whether the next run is recorded."""
         ...
 
-    def cancel_run(self) -> None:
-        """Stop the run in progress; its iterator ends with a 'cancelled' summary."""
+    def toggle_recording(self) -> bool:
+        """Switch recording on or off; returns whether it is now on."""
         ...
 
-    def log_tail(self, lines: int = 50) -> list[str]:
-        """The server's most recent log lines (empty when attached to a remote server)."""
+    @property
+    def writing(self) -> Path | None:
+        """The session file the run in progress goes to (None: no run is being recorded)."""
         ...
 
-    async def aclose(self) -> None:
-        """Stop everything spectui started; idempotent."""
+    @property
+    def last_path(self) -> Path | None:
+        """The last session file started."""
         ...
+
+    @property
+    def problem(self) -> str | None:
+        """The last write that failed, in one line (None: none did)."""
+        ...
+
+    @property
+    def sessions_dir(self) -> Path:
+        """Where the session files go."""
+        ...
+
+
+class Following(Protocol):
+    """A source that follows a presenter's session files as they are written
+    (`spectui.core.sessions.tail.SessionFollower`)."""
+
+    @property
+    def folder(self) -> Path:
+        """The folder whose session files are followed (the file's own, for one file)."""
+        ...
+
+
+class Engine(RunSource, Runner, ServerControl, Protocol):
+    """A live server: a run source that runs requests and whose server spectui controls (what the
+    live screen, compare and tune drive)."""

@@ -179,6 +179,23 @@ class LiveEngine:
         """Spec types this binary lists."""
         return self._caps.spec_types if self._caps else ()
 
+    # -- capabilities (`spectui.core.engine.base`): a live server has control, nothing else -----
+
+    @property
+    def server_control(self) -> LiveEngine:
+        """This engine: it starts, switches and restarts its server."""
+        return self
+
+    @property
+    def recorder(self) -> None:
+        """None: recording is `RecordingEngine`'s, around this one."""
+        return None
+
+    @property
+    def following(self) -> None:
+        """None: a live server follows nothing."""
+        return None
+
     @property
     def server(self) -> ManagedServer | None:
         """The server spectui launched (None when attached)."""

@@ -1,14 +1,12 @@
-"""The `Engine` a follower's TUI draws from: the presenter's server as its session header names
-it, and nothing that could run, stop, switch or restart anything."""
+"""The run source a follower's TUI draws from: the presenter's server as its session header
+names it, and its runs as the presenter's session files grow. It has no capability to run,
+stop, switch or restart anything (there is no server here), so it offers none."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from spectui.core.engine.base import ServerInfo
-from spectui.core.events import ErrorEvent, EventStream, ServerState, ServerStateEvent
-from spectui.core.llama.specconfig import SpecConfig
-from spectui.core.request import GenerationRequest
 from spectui.core.sessions.replay import recorded_server_info
 from spectui.core.sessions.tail import SessionFollower
 
@@ -22,8 +20,8 @@ def short_path(path: Path) -> str:
 
 
 class FollowEngine:
-    """The `Engine` protocol over a follower: the presenter's server as recorded, and nothing
-    that could run, stop, switch or restart anything (there is no server here)."""
+    """A `RunSource` over a follower: the presenter's server as recorded, and its runs through
+    `following` (`SessionFollower.runs`)."""
 
     def __init__(self, follower: SessionFollower) -> None:
         self.follower = follower
@@ -33,33 +31,31 @@ class FollowEngine:
         """The server the followed run's header names (the folder, before any run)."""
         run = self.follower.current
         if run is None:
-            return ServerInfo(mode="replay", url=f"follow://{short_path(self.follower.target)}")
+            return ServerInfo(mode="follow", url=f"follow://{short_path(self.follower.target)}")
         server = run.header.server
-        mode = server.mode if server.mode in ("launched", "attached") else "replay"
+        mode = server.mode if server.mode in ("launched", "attached") else "follow"
         return recorded_server_info(
             server, mode=mode, url=server.url or f"follow://{run.path.name}"
         )
 
     @property
-    def spec_types(self) -> tuple[str, ...]:
-        """None: a follower cannot switch."""
-        return ()
+    def server_control(self) -> None:
+        """None: the presenter's server is not ours to start, switch or restart."""
+        return None
 
-    async def start(self) -> EventStream:
-        """Ready at once: the presenter's server is not ours."""
-        yield ServerStateEvent(
-            state=ServerState.READY, detail=f"following {short_path(self.follower.target)}"
-        )
+    @property
+    def recorder(self) -> None:
+        """None: the presenter records; a follower reads what it writes."""
+        return None
 
-    async def switch_spec(self, spec: SpecConfig, *, adopt: bool = False) -> EventStream:
-        """Refused: a follower only watches."""
-        yield ServerStateEvent(
-            state=ServerState.FAILED, detail="a follower cannot switch spec types", refused=True
-        )
+    @property
+    def following(self) -> SessionFollower:
+        """The presenter's session files."""
+        return self.follower
 
-    async def run(self, request: GenerationRequest | None = None) -> EventStream:
-        """Refused: the presenter runs; a follower draws what it writes."""
-        yield ErrorEvent(message="a follower cannot run anything", kind="refused")
+    def ready_detail(self) -> str:
+        """What the server bar says once the follower is open."""
+        return f"following {short_path(self.follower.target)}"
 
     def log_tail(self, lines: int = 50) -> list[str]:
         """What is being followed, in place of a server log."""
@@ -78,9 +74,6 @@ class FollowEngine:
             if run.skipped:
                 out.append(f"{run.skipped} lines left out (damaged or unknown)")
         return out[-lines:]
-
-    def cancel_run(self) -> None:
-        """Nothing to cancel: the presenter's run is not ours."""
 
     async def aclose(self) -> None:
         """Let go of the file being followed."""

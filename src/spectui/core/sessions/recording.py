@@ -166,6 +166,21 @@ class RecordingEngine:
         """The wrapped engine's."""
         return self.inner.spec_types
 
+    @property
+    def server_control(self) -> RecordingEngine:
+        """This engine: it starts and switches the wrapped engine's server."""
+        return self
+
+    @property
+    def recorder(self) -> RecordingEngine:
+        """This engine: it records runs."""
+        return self
+
+    @property
+    def following(self) -> None:
+        """None: a live server follows nothing."""
+        return None
+
     def start(self) -> EventStream:
         """The wrapped engine's (server start-up is not part of a session)."""
         return self.inner.start()

@@ -30,14 +30,11 @@ from spectui.core.events import (
     EventStream,
     MemoryEvent,
     MetricsEvent,
-    ServerState,
-    ServerStateEvent,
     StepEvent,
     SummaryEvent,
     TokenEvent,
 )
 from spectui.core.llama.protocol import Timings
-from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest
 from spectui.core.sessions.file import Session, SessionServer
 from spectui.core.stream.metrics import MetricsTracker
@@ -240,7 +237,8 @@ class ReplayClock:
 
 
 class ReplayEngine:
-    """The `Engine` protocol over a recorded session: no server, real timing, pause and step."""
+    """A `RunSource` that runs (`Runner`) a recorded session: no server, real timing, pause and
+    step."""
 
     def __init__(self, session: Session, *, clock: ReplayClock | None = None) -> None:
         self.session = session
@@ -274,25 +272,31 @@ class ReplayEngine:
         )
 
     @property
-    def spec_types(self) -> tuple[str, ...]:
-        """None: a replay cannot switch."""
-        return ()
+    def server_control(self) -> None:
+        """None: a replay shows what was recorded; there is no server to start or switch."""
+        return None
+
+    @property
+    def recorder(self) -> None:
+        """None: a replay is a recording already."""
+        return None
+
+    @property
+    def following(self) -> None:
+        """None: a replay plays one finished file."""
+        return None
 
     @property
     def request(self) -> GenerationRequest:
         """What the recorded run asked for."""
         return self.session.header.request
 
-    async def start(self) -> EventStream:
-        """Ready at once: there is no server."""
+    def ready_detail(self) -> str:
+        """What the server bar says once the replay is open (a damaged file says so)."""
         detail = f"replay of {self.session.name}"
         if self.session.problem:
             detail += f" · {self.session.problem}"
-        yield ServerStateEvent(state=ServerState.READY, detail=detail)
-
-    async def switch_spec(self, spec: SpecConfig, *, adopt: bool = False) -> EventStream:
-        """Not offered: a replay shows what was recorded."""
-        yield ServerStateEvent(state=ServerState.READY, detail="a replay cannot switch spec types")
+        return detail
 
     async def run(self, request: GenerationRequest | None = None) -> EventStream:
         """The recorded events on the clock (``request`` is ignored: the recording's ran)."""

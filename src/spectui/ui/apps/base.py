@@ -16,7 +16,7 @@ from textual.binding import Binding, BindingType
 from textual.pilot import Pilot
 
 from spectui.config import Settings
-from spectui.core.engine.base import Engine
+from spectui.core.engine.base import RunSource
 from spectui.lifecycle import run_app
 from spectui.ui.themes import (
     DEFAULT_THEME,
@@ -67,7 +67,7 @@ class SpectuiBaseApp(App[None]):
     TITLE = "spectui"
     BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+q", "quit", "Quit", show=False)]
 
-    def __init__(self, engine: Engine | None, settings: Settings) -> None:
+    def __init__(self, engine: RunSource | None, settings: Settings) -> None:
         super().__init__()
         self.engine = engine
         self.settings = settings

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from spectui.config import Settings
-from spectui.core.engine.base import Engine
+from spectui.core.engine.base import Engine, RunSource
 from spectui.ui.apps.base import SpectuiBaseApp
 from spectui.ui.screens.compare import CompareScreen, CompareSource
 
@@ -20,7 +20,7 @@ class CompareApp(SpectuiBaseApp):
 
     def __init__(
         self,
-        engine: Engine,
+        engine: RunSource,
         settings: Settings,
         source: CompareSource,
         results: Path | None = None,

@@ -20,7 +20,6 @@ from spectui.app_setup import request_for
 from spectui.config import Settings
 from spectui.core.engine.base import Engine
 from spectui.core.prompts import DEFAULT_PROMPT_KEY, BuiltinPrompt, builtin_prompt
-from spectui.core.sessions.recording import RecordingEngine
 from spectui.ui.apps.base import SpectuiBaseApp
 from spectui.ui.screens.dialogs import NoModelScreen
 from spectui.ui.screens.main import MainScreen
@@ -53,6 +52,8 @@ class SpectuiApp(SpectuiBaseApp):
         no_model_message: str | None = None,
     ) -> None:
         super().__init__(engine, settings)
+        self.live = engine
+        """The live server (the base app knows it only as a run source)."""
         self.prompt = prompt
         self.autorun = autorun
         self.no_model_message = no_model_message
@@ -63,16 +64,16 @@ class SpectuiApp(SpectuiBaseApp):
         return cls(None, settings or Settings(), no_model_message=message)
 
     def show_first_screen(self) -> None:
-        if self.engine is None:
+        if self.live is None:
             self.push_screen(NoModelScreen(self.no_model_message or ""))
             return
         prompt = initial_prompt(self.settings, self.prompt)
         self.push_screen(
-            MainScreen(self.engine, prompt, autorun=self.autorun, n_predict=self.settings.n_predict)
+            MainScreen(self.live, prompt, autorun=self.autorun, n_predict=self.settings.n_predict)
         )
         self.call_later(lambda: sync_recording(self.main_screen, self.engine))
-        if self.settings.broadcast and isinstance(self.engine, RecordingEngine):
-            self.call_later(self._note_broadcast, self.engine.sessions_dir)
+        if self.settings.broadcast and (recorder := self.live.recorder) is not None:
+            self.call_later(self._note_broadcast, recorder.sessions_dir)
 
     def _note_broadcast(self, folder: Path) -> None:
         """Say in the server bar that every run goes to ``folder`` for followers."""
@@ -103,25 +104,26 @@ class SpectuiApp(SpectuiBaseApp):
         yield SystemCommand("Server log", "Show or hide the server log (l)", main.action_toggle_log)
         yield SystemCommand("Prompt", "Choose the prompt and sampling (p)", main.action_pick_prompt)
         yield SystemCommand("Help", "Keys, legend and metrics (?)", main.action_help)
-        if isinstance(self.engine, RecordingEngine):
+        if self.engine is not None and self.engine.recorder is not None:
             yield SystemCommand(
                 "Record", "Start/stop recording runs (ctrl+r)", self.action_toggle_recording
             )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # The recording key exists only where the engine can record (not in a replay).
+        # The recording key exists only where the engine can record.
         if action == "toggle_recording":
-            return isinstance(self.engine, RecordingEngine)
+            return self.engine is not None and self.engine.recorder is not None
         return True
 
     def action_toggle_recording(self) -> None:
         """Start or stop recording runs to session files (the banner shows while on)."""
-        if not isinstance(self.engine, RecordingEngine):
+        recorder = self.engine.recorder if self.engine is not None else None
+        if recorder is None:
             return
-        on = self.engine.toggle_recording()
+        on = recorder.toggle_recording()
         sync_recording(self.main_screen, self.engine)
         self.notify(
-            f"recording runs to {self.engine.sessions_dir}" if on else "recording stopped",
+            f"recording runs to {recorder.sessions_dir}" if on else "recording stopped",
             title="Sessions",
         )
 

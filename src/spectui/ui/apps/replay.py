@@ -1,22 +1,24 @@
 """The TUI over recorded sessions: `spectui replay FILE [FILE2]`, and the SVG export.
 
-`ReplayApp` is the live app with a replay screen in place of the main screen, so themes, keys
-and quitting behave exactly as live. `replay_screenshot` plays a session as fast as possible in a
+`ReplayApp` shows a replay screen where the live app shows its main screen; themes, keys and
+quitting are the base app's, as live. `replay_screenshot` plays a session as fast as possible in a
 headless app and returns Textual's SVG screenshot of the finished screen.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 
+from textual.app import SystemCommand
 from textual.pilot import Pilot
+from textual.screen import Screen
 
 from spectui.config import Settings
 from spectui.core.errors import SpectuiError
 from spectui.core.sessions.file import Session
 from spectui.core.sessions.replay import ReplayClock, ReplayEngine
-from spectui.ui.apps.base import headless_svg
-from spectui.ui.apps.live import SpectuiApp
+from spectui.ui.apps.base import SpectuiBaseApp, headless_svg
 from spectui.ui.screens.replay import ReplayPairScreen, ReplayScreen
 
 SCREENSHOT_SIZE = (120, 40)
@@ -32,11 +34,11 @@ class ReplayError(SpectuiError):
     title = "Replay failed"
 
 
-class ReplayApp(SpectuiApp):
+class ReplayApp(SpectuiBaseApp):
     """The spectui app playing one session, or two side by side."""
 
     def __init__(self, engines: list[ReplayEngine], settings: Settings) -> None:
-        super().__init__(engines[0], settings, autorun=True)
+        super().__init__(engines[0], settings)
         self.replays = engines
 
     def show_first_screen(self) -> None:
@@ -44,6 +46,30 @@ class ReplayApp(SpectuiApp):
             self.push_screen(ReplayScreen(self.replays[0]))
         else:
             self.push_screen(ReplayPairScreen(self.replays))
+
+    @property
+    def main_screen(self) -> ReplayScreen | None:
+        """The one-session replay screen (None for a pair)."""
+        for screen in self.screen_stack:
+            if isinstance(screen, ReplayScreen):
+                return screen
+        return None
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        main = self.main_screen
+        if main is not None:
+            yield SystemCommand("Replay", "Play the recording again (r)", main.action_run)
+            yield SystemCommand("Pause", "Pause or resume (space)", main.action_toggle_pause)
+            yield SystemCommand(
+                "Log", "What was recorded about the server (l)", main.action_toggle_log
+            )
+            yield SystemCommand("Help", "Keys, legend and metrics (?)", main.action_help)
+
+    def quitting(self) -> None:
+        main = self.main_screen
+        if main is not None:
+            main.server.bar.set_detail("stopping…")
 
 
 def replay_engines(sessions: list[Session], speed: float | None) -> list[ReplayEngine]:

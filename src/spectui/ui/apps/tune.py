@@ -7,7 +7,7 @@ cut-short run is never recorded as a result; ``--resume`` continues the file.
 from __future__ import annotations
 
 from spectui.config import Settings
-from spectui.core.engine.base import Engine
+from spectui.core.engine.base import Engine, RunSource
 from spectui.ui.apps.base import SpectuiBaseApp
 from spectui.ui.screens.tune import TuneScreen, TuneSource
 
@@ -15,7 +15,7 @@ from spectui.ui.screens.tune import TuneScreen, TuneSource
 class TuneApp(SpectuiBaseApp):
     """The spectui app showing one tune."""
 
-    def __init__(self, engine: Engine, settings: Settings, source: TuneSource) -> None:
+    def __init__(self, engine: RunSource, settings: Settings, source: TuneSource) -> None:
         super().__init__(engine, settings)
         self.source = source
 

@@ -1,11 +1,11 @@
 """The follower's screen: the live main screen drawn from a session file as it is written.
 
-`FollowScreen` is `MainScreen` with its engine workers replaced by one: it reads the runs a
+`FollowScreen` composes the live screen's `RunView` and has one worker: it reads the runs a
 `SessionFollower` finds, posts each run's opening, and pumps its events through the same
-`bridge.pump` as a live run, so the same handlers draw the same panes (tokens coloured by
-origin, metrics with the previous run beside the current one, charts, the CPU line). Nothing
-here can run, stop, switch or restart: those keys stay bound, out of the footer, and explain
-that the presenter does that. A banner says whom it follows and how that run stands.
+`bridge.pump` as a live run, so the same panes draw them (tokens coloured by origin, metrics
+with the previous run beside the current one, charts, the CPU line). Nothing here can run,
+stop, switch or restart: those keys are bound, out of the footer, and explain that the
+presenter does that. A banner says whom it follows and how that run stands.
 """
 
 from __future__ import annotations
@@ -21,19 +21,32 @@ from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
 from textual.events import Resize
 from textual.message import Message
+from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Label, Static
+from textual.widgets import Footer, Label, Static
 from textual.worker import Worker, WorkerState
 
 from spectui.core.events import ServerState, ServerStateEvent
-from spectui.core.request import GenerationRequest
 from spectui.core.sessions.follow import FollowEngine, short_path
 from spectui.core.sessions.tail import FollowedRun, FollowState, SessionFollower
 from spectui.ui.bridge import pump
-from spectui.ui.messages import TokensArrived
+from spectui.ui.compositor import use_lean_compositor
+from spectui.ui.messages import (
+    MemorySampled,
+    MetricsUpdated,
+    PromptProgressed,
+    RunEnded,
+    RunFailed,
+    ServerStateChanged,
+    TokensArrived,
+)
 from spectui.ui.screens.dialogs import HELP_TEXT, HelpScreen
-from spectui.ui.screens.main import MainScreen
-from spectui.ui.screens.prompt_picker import PromptChoice
+from spectui.ui.screens.slots import NO_LANES, slots_screen_for
+from spectui.ui.widgets.charts import ChartsPane
+from spectui.ui.widgets.run_display import RunData
+from spectui.ui.widgets.run_view import RUN_SCREEN, RunView, app_title, log_lines
+from spectui.ui.widgets.server import ServerPane
+from spectui.ui.widgets.tokens import AnswerPane
 
 STATE_WORDS = {
     FollowState.IDLE: "waiting for the first run…",
@@ -150,29 +163,32 @@ class FollowHelpScreen(HelpScreen):
             yield Label("esc: close", classes="hint")
 
 
-def waiting_choice() -> PromptChoice:
-    """What the answer pane is titled before the first run arrives."""
-    return PromptChoice("follow", "waiting for a run", GenerationRequest(prompt="(follow)"))
-
-
-class FollowScreen(MainScreen):
-    """The main screen over a followed session folder or file: read-only."""
+class FollowScreen(Screen[None]):
+    """A followed session folder or file in the live screen's panes (a `RunView`): read-only."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        # Bound (so the keys explain themselves) but out of the footer: nothing to run here.
-        Binding("r", "run", "Run", show=False),
-        Binding("x", "stop", "Stop", show=False),
-        Binding("t", "switch_spec", "Spec", show=False),
-        Binding("R", "restart", "Restart", show=False),
-        Binding("p", "pick_prompt", "Prompt", show=False),
+        # The live keys that would change something are bound, out of the footer, to say that
+        # the presenter does that (a presenter's audience presses them out of habit).
+        Binding("r", "read_only('run')", "Run", show=False),
+        Binding("x", "read_only('stop')", "Stop", show=False),
+        Binding("t", "read_only('switch spec types')", "Spec", show=False),
+        Binding("R", "read_only('restart')", "Restart", show=False),
+        Binding("l", "toggle_log", "Log"),
+        Binding("s", "slots", "Slots", show=False),
+        Binding("p", "read_only('pick a prompt')", "Prompt", show=False),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "app.quit", "Quit"),
     ]
 
     def __init__(self, engine: FollowEngine) -> None:
-        super().__init__(engine, waiting_choice(), autorun=False)
-        self.follow = engine
+        super().__init__(classes=RUN_SCREEN)
+        use_lean_compositor(self)
+        self.engine = engine
         self.follower: SessionFollower = engine.follower
         self.follower.on_note = lambda text: self.post_message(Note(text))
         self.follower.on_state = lambda state: self.post_message(StateChanged(state))
+        self.state: ServerState | None = None
+        """The followed server's state as its runs tell it."""
         self.notes: list[str] = []
         """Every note shown, oldest first (tests read them; the user sees notifications)."""
         self.states: list[FollowState] = []
@@ -180,37 +196,65 @@ class FollowScreen(MainScreen):
 
     def compose(self) -> ComposeResult:
         yield FollowBanner(short_path(self.follower.target))
-        yield from super().compose()
+        yield ServerPane(self.engine.info, id="server")
+        yield RunView()
+        yield Footer()
 
     @property
     def banner(self) -> FollowBanner:
         return self.query_one(FollowBanner)
 
+    @property
+    def run_view(self) -> RunView:
+        return self.query_one(RunView)
+
+    @property
+    def server(self) -> ServerPane:
+        return self.query_one(ServerPane)
+
+    @property
+    def answer(self) -> AnswerPane:
+        return self.run_view.answer
+
+    @property
+    def charts(self) -> ChartsPane:
+        return self.run_view.charts
+
+    @property
+    def running(self) -> bool:
+        """Whether a followed run is being drawn (its file has not ended)."""
+        return self.run_view.running
+
     def on_mount(self) -> None:
-        # (MainScreen's on_mount runs after this one and sets the live placeholder: replace it
-        # once it has.)
-        self.call_later(self._placeholder)
+        if self.app.return_code is not None:
+            return  # the app is closing (a SIGTERM at start-up): its widgets may be gone
+        self.run_view.set_title("waiting for a run", "waiting for the presenter's next run…")
+        self.set_interval(1.0, self._refresh_log)
+        self._show_state(
+            ServerStateEvent(state=ServerState.READY, detail=self.engine.ready_detail())
+        )
+        self.server.bar.set_info(self.engine.info)
         self._follow_runs()
 
-    def _placeholder(self) -> None:
-        if not self.running and self.is_attached:
-            self.answer.view.placeholder = "waiting for the presenter's next run…"
-            self.answer.view.refresh()
+    def on_resize(self, event: Resize) -> None:
+        self.set_class(self.run_view.fit(event.size), "-wide")
+        # A run read in one go (a follower joining late) can be complete before the plot is
+        # shown: the plot, shown after its data stopped changing, was never drawn. Replot once
+        # it is shown.
+        self.call_after_refresh(self.charts.replot)
 
     # -- the one worker -----------------------------------------------------------------------
 
     @work(exclusive=True, exit_on_error=False, group="follow")
     async def _follow_runs(self) -> None:
         async for run in self.follower.runs():
-            self._run_id += 1
-            post = self._poster("run", self._run_id)
+            post = self.run_view.poster(self, self.run_view.next_run())
             self.post_message(RunOpened(run))
             ended = await pump(run.events(), post)
             if not ended:
                 post(RunLeft(run))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        # (MainScreen's handler runs too; it looks only at its own groups.)
         if event.worker.group == "follow" and event.state is WorkerState.ERROR:
             self.notify(f"following stopped: {event.worker.error!r}", severity="error")
 
@@ -221,38 +265,61 @@ class FollowScreen(MainScreen):
         run = message.run
         header = run.header
         label = header.label or run.path.stem
-        self.prompt = PromptChoice(label, label, header.request)
-        self.running = True
-        self.run_display.begin(label, header.server.spec_label)
+        self.run_view.begin(label, header.server.spec_label)
         self.server.bar.set_info(self.engine.info)
         self._show_state(ServerStateEvent(state=ServerState.GENERATING, detail=run.path.name))
         self.banner.show(run, self.follower.state)
 
-    def on_resize(self, event: Resize) -> None:
-        # (MainScreen's on_resize runs after this one and shows the plot on a wide screen.) A
-        # run read in one go (a follower joining late) can be complete before that: the plot,
-        # shown after its data stopped changing, was never drawn. Replot once it is shown.
-        self.call_after_refresh(self.charts.replot)
+    @on(TokensArrived)
+    @on(MetricsUpdated)
+    @on(MemorySampled)
+    @on(PromptProgressed)
+    def _run_data(self, message: RunData) -> None:
+        self.run_view.display_of_run.show(message)
+        if isinstance(message, MemorySampled):
+            self.server.bar.set_cpu(message.event)
+        elif isinstance(message, TokensArrived) and self.follower.state in QUIET:
+            # A batch read before the file went quiet can be drawn after the state says so (the
+            # bridge flushes on its own clock), titling the pane 'generating': put the quiet
+            # state back once it has.
+            self.call_later(self._show_quiet)
+
+    @on(RunEnded)
+    def _run_finished(self, message: RunEnded) -> None:
+        self.run_view.display_of_run.finished(message.summary)
+        self._run_over()
+
+    @on(RunFailed)
+    def _run_failed(self, message: RunFailed) -> None:
+        self.run_view.display_of_run.failed(message.error)
+        self.notify(message.error.message, title="Run failed", severity="error")
+        self._run_over()
 
     @on(RunLeft)
     def _run_left(self, message: RunLeft) -> None:
         if self.running:
-            self.run_display.stopped("ended without a summary · the next run began")
+            self.run_view.display_of_run.stopped("ended without a summary · the next run began")
             self._run_over()
+
+    def _run_over(self) -> None:
+        self.run_view.running = False
+        if self.state is ServerState.GENERATING:
+            self._show_state(ServerStateEvent(state=ServerState.READY))
+
+    @on(ServerStateChanged)
+    def _server_state(self, message: ServerStateChanged) -> None:
+        self._show_state(message.event)  # what the presenter's server went through
+
+    def _show_state(self, event: ServerStateEvent) -> None:
+        self.state = event.state
+        self.server.show_state(event, self.engine.info, self._log_lines)
+        self.app.title = app_title(self.engine.info)
 
     @on(StateChanged)
     def _state_changed(self, message: StateChanged) -> None:
         self.states.append(message.state)
         self.banner.show(self.follower.current, message.state)
         self._show_quiet()
-
-    @on(TokensArrived)
-    def _tokens_after_quiet(self, message: TokensArrived) -> None:
-        # A batch read before the file went quiet can be drawn after the state says so (the
-        # bridge flushes on its own clock); MainScreen's handler, which runs after this one,
-        # titles the pane 'generating': put the quiet state back once it has.
-        if self.follower.state in QUIET:
-            self.call_later(self._show_quiet)
 
     def _show_quiet(self) -> None:
         state = self.follower.state
@@ -266,25 +333,27 @@ class FollowScreen(MainScreen):
         self.notes.append(message.text)
         self.notify(message.text, title="Follow", severity="warning")
 
-    # -- keys that would change something: refused ---------------------------------------------
+    # -- keys -------------------------------------------------------------------------------------
 
-    def _read_only(self, what: str) -> None:
+    def action_read_only(self, what: str) -> None:
         self.notify(f"cannot {what}: {READ_ONLY}", title="Follow")
 
-    def action_run(self) -> None:
-        self._read_only("run")
+    def _log_lines(self) -> list[str]:
+        return log_lines(self.engine)
 
-    def action_stop(self) -> None:
-        self._read_only("stop")
+    def _refresh_log(self) -> None:
+        if self.server.log_visible and self.state is not ServerState.FAILED:
+            self.server.show_log(self._log_lines())
 
-    def action_switch_spec(self) -> None:
-        self._read_only("switch spec types")
+    def action_toggle_log(self) -> None:
+        self.server.toggle_log(self._log_lines())
 
-    def action_restart(self) -> None:
-        self._read_only("restart")
-
-    def action_pick_prompt(self) -> None:
-        self._read_only("pick a prompt")
+    def action_slots(self) -> None:
+        screen = slots_screen_for(self.engine)
+        if screen is None:
+            self.notify(NO_LANES, title="Slots")
+        else:
+            self.app.push_screen(screen)
 
     def action_help(self) -> None:
         self.app.push_screen(FollowHelpScreen())

@@ -1,26 +1,25 @@
-"""The main screen: server bar, answer, metrics, charts; keys to run, stop, switch and restart.
+"""The live screen: the server bar over a `RunView`; keys to run, stop, switch and restart.
 
 Workers are thin: each iterates one engine iterator through `bridge.pump`, which posts typed
 messages; the handlers below hand them to the widgets. Two documented locks keep the engine sane:
 
 * `operation` names the server operation in flight (start / switch / restart). While it is set,
   no other one starts, so hammering ``t`` can never run two switches at once.
-* `running` says a generation is streaming. Each run gets an id; messages from a run that was
-  stopped or replaced are dropped before they are posted. ``x`` asks the engine to stop (the
-  run then ends with a 'cancelled' summary, numbers intact); a second ``x`` cancels the worker.
+* `running` says a generation is streaming. Each run gets an id (the `RunView` keeps it);
+  messages from a run that was stopped or replaced are dropped before they are posted. ``x``
+  asks the engine to stop (the run then ends with a 'cancelled' summary, numbers intact); a
+  second ``x`` cancels the worker.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from functools import cached_property
 from typing import ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, VerticalScroll
 from textual.events import Resize
 from textual.message import Message
 from textual.reactive import var
@@ -52,20 +51,15 @@ from spectui.ui.state import UiState
 from spectui.ui.widgets.charts import ChartsPane
 from spectui.ui.widgets.metrics import MetricsPane
 from spectui.ui.widgets.run_display import RunData, RunDisplay
+from spectui.ui.widgets.run_view import RUN_SCREEN, RunView, app_title, log_lines
 from spectui.ui.widgets.server import ServerPane
 from spectui.ui.widgets.tokens import AnswerPane
-
-LOG_TAIL_LINES = 50
-"""Server log lines fetched for the log view and failure reports."""
-
-WIDE = (120, 36)
-"""From this terminal size up, the layout grows full charts and a taller log."""
 
 BUSY_STATES = (ServerState.STARTING, ServerState.LOADING, ServerState.RESTARTING)
 
 
 class MainScreen(Screen[None]):
-    """Everything a run shows; owns the engine workers."""
+    """A live server's runs; owns the engine workers."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "run", "Run"),
@@ -81,8 +75,6 @@ class MainScreen(Screen[None]):
 
     operation: var[str | None] = var(None, init=False)
     """Server operation in flight ('start', 'switch', 'restart'); the lock for new ones."""
-    running: var[bool] = var(False, init=False)
-    """Whether a generation is streaming."""
 
     def __init__(
         self,
@@ -92,7 +84,7 @@ class MainScreen(Screen[None]):
         autorun: bool = False,
         n_predict: int | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(classes=RUN_SCREEN)
         use_lean_compositor(self)
         self.engine = engine
         self.prompt = prompt
@@ -101,7 +93,6 @@ class MainScreen(Screen[None]):
         self.state: ServerState | None = None
         self.ui_state = UiState.load()
         self._run_after_ready = autorun
-        self._run_id = 0
         self._op_id = 0
         self._last_op: tuple[str, SpecConfig | None, bool] = ("start", None, False)
         self._run_worker: Worker[None] | None = None
@@ -113,42 +104,43 @@ class MainScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield ServerPane(self.engine.info, id="server")
-        with Horizontal(id="body"):
-            yield AnswerPane(id="answer")
-            with VerticalScroll(id="metrics-scroll"):
-                yield MetricsPane(id="metrics")
-        yield ChartsPane(id="charts")
+        yield RunView()
         yield Footer()
 
     def on_mount(self) -> None:
         if self.app.return_code is not None:
             return  # the app is closing (a SIGTERM at start-up): its widgets may be gone
-        self.answer.border_title = self.prompt.label
-        self.answer.view.placeholder = "press r to run the prompt"
-        self.query_one("#metrics-scroll").border_title = "metrics"
+        self.run_view.set_title(self.prompt.label, "press r to run the prompt")
         self.set_interval(1.0, self._refresh_log)
         self._start_operation("start", None, adopt=False)
 
     def on_resize(self, event: Resize) -> None:
-        wide = event.size.width >= WIDE[0] and event.size.height >= WIDE[1]
-        self.set_class(wide, "-wide")
-        self.charts.show_plot(wide)
+        self.set_class(self.run_view.fit(event.size), "-wide")
 
-    @cached_property
+    @property
+    def run_view(self) -> RunView:
+        return self.query_one(RunView)
+
+    @property
+    def running(self) -> bool:
+        """Whether a generation is streaming."""
+        return self.run_view.running
+
+    @property
     def run_display(self) -> RunDisplay:
-        return RunDisplay(self.answer, self.metrics, self.charts)
+        return self.run_view.display_of_run
 
     @property
     def answer(self) -> AnswerPane:
-        return self.query_one(AnswerPane)
+        return self.run_view.answer
 
     @property
     def metrics(self) -> MetricsPane:
-        return self.query_one(MetricsPane)
+        return self.run_view.metrics
 
     @property
     def charts(self) -> ChartsPane:
-        return self.query_one(ChartsPane)
+        return self.run_view.charts
 
     @property
     def server(self) -> ServerPane:
@@ -156,12 +148,11 @@ class MainScreen(Screen[None]):
 
     # -- workers ------------------------------------------------------------------------------
 
-    def _poster(self, kind: str, ident: int) -> Post:
-        """A post function that drops messages once run/operation ``ident`` is superseded."""
+    def _op_poster(self, ident: int) -> Post:
+        """A post function that drops messages once operation ``ident`` is superseded."""
 
         def post(message: Message) -> bool:
-            current = self._run_id if kind == "run" else self._op_id
-            return current == ident and self.post_message(message)
+            return self._op_id == ident and self.post_message(message)
 
         return post
 
@@ -174,11 +165,11 @@ class MainScreen(Screen[None]):
             with contextlib.suppress(WorkerCancelled, WorkerFailed):
                 await stopping.wait()
         events = self.engine.start() if spec is None else self.engine.switch_spec(spec, adopt=adopt)
-        await pump(events, self._poster("op", ident))
+        await pump(events, self._op_poster(ident))
 
     @work(exclusive=True, exit_on_error=False, group="run")
     async def _generation_worker(self, ident: int) -> None:
-        post = self._poster("run", ident)
+        post = self.run_view.poster(self, ident)
         ended = await pump(self.engine.run(self.prompt.request), post)
         if not ended:
             error = ErrorEvent(message="the stream ended without a summary", kind="protocol")
@@ -324,11 +315,11 @@ class MainScreen(Screen[None]):
             return
         if self.running:
             self._stop_run("stopped for a re-run")
-        self._run_id += 1
-        self.running = True
+        ident = self.run_view.next_run()
+        self.run_view.running = True
         spec = self.engine.info.spec
         self.post_message(RunStarted(self.prompt.request, spec.label if spec else "unknown spec"))
-        self._run_worker = self._generation_worker(self._run_id)
+        self._run_worker = self._generation_worker(ident)
 
     def action_stop(self) -> None:
         """Ask the engine to stop (the run ends with its numbers); a second press forces it."""
@@ -350,23 +341,22 @@ class MainScreen(Screen[None]):
     def _stop_run(self, status: str) -> None:
         """Cancel the run now; its late messages are dropped because the run id moves on."""
         self._cancel_engine_run()
-        self._run_id += 1
-        self.running = self._stopping = False
+        self._stopping = False
         if self._run_worker is not None:
             self._run_worker.cancel()
             self._run_worker = None
-        self.run_display.stopped(status)
+        self.run_view.stopped(status)
         if self.state is ServerState.GENERATING:
             self._show_state(ServerStateEvent(state=ServerState.READY))
 
     def _run_over(self) -> None:
-        self.running = self._stopping = False
+        self.run_view.running = self._stopping = False
         if self.state is ServerState.GENERATING:
             self._show_state(ServerStateEvent(state=ServerState.READY))
 
     @on(RunStarted)
     def _run_started(self, message: RunStarted) -> None:
-        self.run_display.begin(self.prompt.label, message.spec_label)
+        self.run_view.begin(self.prompt.label, message.spec_label)
         if self.state is ServerState.READY:
             self._show_state(ServerStateEvent(state=ServerState.GENERATING))
 
@@ -408,16 +398,10 @@ class MainScreen(Screen[None]):
         self._show_title()
 
     def _show_title(self) -> None:
-        """The server's whole config as the app's title, which Textual's screenshots (the command
-        palette's 'Save screenshot') put in their title bar; the metrics columns wrap it."""
-        spec = self.engine.info.spec
-        self.app.title = f"spectui · {spec.label}" if spec else "spectui"
+        self.app.title = app_title(self.engine.info)
 
     def _log_lines(self) -> list[str]:
-        try:
-            return self.engine.log_tail(LOG_TAIL_LINES)
-        except Exception as error:  # the log view must never take the app down
-            return [f"(could not read the server log: {error})"]
+        return log_lines(self.engine)
 
     def _refresh_log(self) -> None:
         if self.server.log_visible and self.state is not ServerState.FAILED:

@@ -15,10 +15,9 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from spectui.core.engine.base import Engine
+from spectui.core.engine.base import RunSource
 from spectui.core.events import TokenEvent
 from spectui.core.proxy.models import RequestStatus
-from spectui.core.sessions.tail import SessionFollower
 from spectui.ui.compositor import use_lean_compositor
 from spectui.ui.lanes import LANES, FollowLanes, LaneFeed, SlotsSource, WatchLanes
 from spectui.ui.widgets.slots import SlotLane, SlotsAggregate, SlotsGrid
@@ -36,15 +35,6 @@ HELP = (
 )
 
 
-@runtime_checkable
-class FollowsSessions(Protocol):
-    """An engine that follows a presenter's session files (`spectui follow`)."""
-
-    @property
-    def follower(self) -> SessionFollower:
-        """What it follows."""
-
-
 NO_LANES = (
     "no slots to show here (a replay): run `spectui proxy` (its Traffic screen: s), attach to "
     "a server, or follow a proxy's --record folder (spectui follow DIR: s)"
@@ -60,13 +50,13 @@ class Polled(Protocol):
         """Poll until cancelled."""
 
 
-def slots_screen_for(engine: Engine) -> SlotsScreen | None:
-    """The slots view an engine can feed, or None: a follower's (the followed folder's runs), or
-    a real server's own slots (/slots)."""
-    if isinstance(engine, FollowsSessions):
-        source = FollowLanes(engine.follower.folder)
-        return SlotsScreen(source, len(source.sessions.lanes))
-    info = engine.info
+def slots_screen_for(source: RunSource) -> SlotsScreen | None:
+    """The slots view a run source can feed, or None: a follower's (the followed folder's runs),
+    or a real server's own slots (/slots)."""
+    if (follower := source.following) is not None:
+        lanes = FollowLanes(follower.folder)
+        return SlotsScreen(lanes, len(lanes.sessions.lanes))
+    info = source.info
     if info.mode in ("launched", "attached") and info.url:
         return SlotsScreen(WatchLanes(info.url), LANES)
     return None

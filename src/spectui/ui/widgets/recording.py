@@ -1,7 +1,7 @@
 """The recording indicator: a one-line banner on the main screen while runs are recorded.
 
-It is mounted only when the engine can record (a `RecordingEngine`), shown only while recording
-is on, and reads the engine's state itself once a second (which file a run goes to, a write
+It is mounted only when the run source can record (its `recorder`), shown only while recording
+is on, and reads the recorder's state itself once a second (which file a run goes to, a write
 that failed), so nothing else has to tell it.
 """
 
@@ -13,8 +13,7 @@ from rich.text import Text
 from textual.screen import Screen
 from textual.widget import MountError, Widget
 
-from spectui.core.engine.base import Engine
-from spectui.core.sessions.recording import RecordingEngine
+from spectui.core.engine.base import Recorder, RunSource
 
 REFRESH_S = 1.0
 """How often the banner re-reads the engine (the file name changes once per run)."""
@@ -36,7 +35,7 @@ class RecordingIndicator(Widget):
     RecordingIndicator.-on { display: block; }
     """
 
-    def __init__(self, engine: RecordingEngine) -> None:
+    def __init__(self, engine: Recorder) -> None:
         super().__init__(id="recording")
         self.engine = engine
         self._shown: tuple[object, ...] = ()
@@ -71,9 +70,13 @@ class RecordingIndicator(Widget):
         return text
 
 
-def sync_recording(screen: Screen[Any] | None, engine: Engine | None) -> RecordingIndicator | None:
-    """Mount the indicator on ``screen`` for a recording engine (once) and bring it up to date."""
-    if screen is None or not isinstance(engine, RecordingEngine):
+def sync_recording(
+    screen: Screen[Any] | None, source: RunSource | None
+) -> RecordingIndicator | None:
+    """Mount the indicator on ``screen`` for a source that can record (once) and bring it up to
+    date."""
+    engine = source.recorder if source is not None else None
+    if screen is None or engine is None:
         return None
     found = screen.query(RecordingIndicator)
     if found:
