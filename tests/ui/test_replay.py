@@ -17,7 +17,8 @@ from spectui.core.sessions.recording import RecordingEngine
 from spectui.core.sessions.replay import ReplayClock, ReplayEngine, recompute
 from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.apps.replay import ReplayApp
-from spectui.ui.screens.replay import ReplayColumn, ReplayPairScreen, ReplayScreen
+from spectui.ui.screens.replay import ReplayScreen
+from spectui.ui.screens.replay_pair import ReplayColumn, ReplayPairScreen
 from spectui.ui.widgets.metrics import MetricsPane
 from spectui.ui.widgets.recording import RecordingIndicator
 from spectui.ui.widgets.tokens import TokenView

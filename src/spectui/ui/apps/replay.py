@@ -19,7 +19,8 @@ from spectui.core.errors import SpectuiError
 from spectui.core.sessions.file import Session
 from spectui.core.sessions.replay import ReplayClock, ReplayEngine
 from spectui.ui.apps.base import SpectuiBaseApp, headless_svg
-from spectui.ui.screens.replay import ReplayPairScreen, ReplayScreen
+from spectui.ui.screens.replay import ReplayScreen
+from spectui.ui.screens.replay_pair import ReplayPairScreen
 
 SCREENSHOT_SIZE = (120, 40)
 """Terminal size of an SVG export: wide enough for the full charts."""
