@@ -183,14 +183,17 @@ BLOCKS = 4
 
 
 def _wander(decodes: Sequence[tuple[int, float]]) -> float:
-    """How much the machine's speed wandered during the run, as the relative spread (two
-    standard deviations) of a whole run: the spread of its `BLOCKS` stretches' speeds beyond
-    what their decodes' own noise explains, over the square root of `BLOCKS` (a whole run
-    averages its stretches).
+    """How much the machine's speed wandered during the run, as a relative spread (two
+    standard deviations): the spread of its `BLOCKS` stretches' speeds beyond what their
+    decodes' own noise explains.
 
     A machine shared with other work runs some stretches slower than others; one run cannot
     show how far the next will be, but a run whose own stretches differ says the machine is
-    not steady, and by about how much. Each decode counts against the mean of its length."""
+    not steady, and by about how much. The load comes in waves longer than a run, so a whole
+    run is taken to stray as far as a stretch does (not a stretch's spread over the square root
+    of their number: on the shared VM, runs of the same config a minute apart differed by 1.56x
+    while their stretches' spread so reduced was a few %). Each decode counts against the mean
+    of its length."""
     by_length: dict[int, list[float]] = {}
     for d, ms in decodes:
         by_length.setdefault(d, []).append(ms)
@@ -206,7 +209,7 @@ def _wander(decodes: Sequence[tuple[int, float]]) -> float:
     centre = statistics.fmean(centres)
     if between <= 0 or centre <= 0:
         return 0.0
-    return Z * math.sqrt(between) / centre / math.sqrt(BLOCKS)
+    return Z * math.sqrt(between) / centre
 
 
 def _decode_error(cost: StepCost, decodes: Sequence[tuple[int, float]]) -> float | None:
