@@ -252,6 +252,22 @@ def test_a_second_run_at_another_length_separates_the_costs() -> None:
         TokenEvent(t=0.1 + i * DECODE_MS / 1000, index=i, text="z", origin=TokenOrigin.TARGET)
         for i in range(8)
     ])  # fmt: skip
+    elsewhere = Session(
+        Path("b.jsonl"),
+        second.header.model_copy(
+            update={"server": second.header.server.model_copy(update={"model": "b.gguf"})}
+        ),
+        second.events,
+    )
+    here = Session(
+        Path("a.jsonl"),
+        first.header.model_copy(
+            update={"server": first.header.server.model_copy(update={"model": "a.gguf"})}
+        ),
+        first.events,
+    )
+    with pytest.raises(WhatIfError, match="another model"):
+        what_if(here, [2], also=[elsewhere])
     floored = what_if(first, [2], also=[baseline]).step_cost
     assert floored.decode_ms == pytest.approx(DECODE_MS)
     assert floored.per_token_high == pytest.approx(DRAFTED_MS)  # (32 - 20) / 4

@@ -228,6 +228,9 @@ def what_if(
             raise WhatIfError(
                 f"{other.name}: another spec type than {session.name}, its steps cost otherwise"
             )
+        models = (session.header.server.model, other.header.server.model)
+        if None not in models and models[0] != models[1]:
+            raise WhatIfError(f"{other.name}: another model than {session.name}'s ({models[1]})")
     more = [session_counts(other)[1] for other in also]
     summary = session.summary
     measured = summary.metrics.tokens_per_second if summary is not None else None
