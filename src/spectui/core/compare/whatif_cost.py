@@ -120,6 +120,8 @@ def from_decodes(runs: Sequence[Sequence[tuple[int, float]]]) -> StepCost:
     # runs only tell its slope
     own = [(float(d), ms) for d, ms in runs[0] if d > 0] or steps
     anchor_d, anchor_t = statistics.fmean(d for d, _ in own), statistics.fmean(t for _, t in own)
+    if anchor_t <= 0:
+        raise ValueError("no verification step of the run was timed")
     decode_ms = statistics.fmean(singles) if singles else None
     floor = decode_ms if decode_ms is not None and len(singles) >= MIN_SINGLES else 0.0
     low, high = 0.0, max(0.0, (anchor_t - min(floor, anchor_t)) / anchor_d)
