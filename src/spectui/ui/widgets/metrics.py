@@ -127,7 +127,7 @@ def _warnings(now: RunColumn | None, before: RunColumn | None) -> list[str]:
         if n := metrics.attribution_anomalies:
             noun = "anomaly" if n == 1 else "anomalies"
             warnings.append(f"⚠ {n} attribution {noun} in {which}: draft/target counts may be off")
-        warnings.extend(f"ⓘ {note} in {which}" for note in _uncertain(metrics))
+        warnings.extend(f"? {note} in {which}" for note in _uncertain(metrics))
     return warnings
 
 
