@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from spectui.app_setup import compare_setup, recorder
 from spectui.commands.common import REQUEST_FLAGS, add_generation_flags, positive
@@ -75,6 +75,19 @@ def add_compare_options(parser: argparse.ArgumentParser) -> None:
         "the largest; the verdict says up to which level speculation pays (default 1)",
     )
     group.add_argument(
+        "--arrivals",
+        choices=("recorded",),
+        help="'recorded': send a recorded workload's prompts (--prompts DIR|FILE from "
+        "`spectui proxy --record`) open loop at their recorded arrival times, on a server with "
+        "--concurrency N slots (default 4); the verdict is on the real mix and rate",
+    )
+    group.add_argument(
+        "--speed",
+        type=speed,
+        metavar="X",
+        help="with --arrivals: replay X times faster than recorded (default 1)",
+    )
+    group.add_argument(
         "--memory-budget",
         dest="memory_budget",
         metavar="SIZE|PCT",
@@ -122,6 +135,17 @@ def levels(text: str) -> tuple[int, ...]:
     return tuple(sorted(set(out)))
 
 
+def speed(text: str) -> float:
+    """An argparse type: a replay speed, a number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"a number above 0, e.g. 4, not {text!r}")
+    return value
+
+
 def add_identical_answers_flag(group: argparse._ActionsContainer) -> None:
     """``--identical-answers``: the strict rule (compare and tune)."""
     group.add_argument(
@@ -145,6 +169,10 @@ class CompareOptions(ResultsOptions):
     """--reps: counted rounds (None: `DEFAULT_REPS`)."""
     concurrency: tuple[int, ...] | None = None
     """--concurrency: the levels, streams at once (None: one at a time)."""
+    arrivals: Literal["recorded"] | None = None
+    """--arrivals: replay the prompts' recorded arrival times open loop (None: closed loop)."""
+    speed: float | None = None
+    """--speed: how much faster than recorded the arrivals are replayed (None: 1)."""
     csv_out: Path | None = None
     """--csv: every run as CSV, rewritten after every run."""
     record: Path | None = None
@@ -156,6 +184,8 @@ _PLAN_FLAGS = {
     "prompts": "--prompts",
     "reps": "--reps",
     "concurrency": "--concurrency",
+    "arrivals": "--arrivals",
+    "speed": "--speed",
     **REQUEST_FLAGS,
     "ctx_size": "--ctx-size",
 }
@@ -174,19 +204,44 @@ def _new_document(
     settings: Settings, options: CompareOptions, setup: CompareSetup, budget: MemoryBudget
 ) -> CompareDocument:
     from spectui.core.compare.models import ComparePlan
+    from spectui.core.compare.open_loop import (
+        DEFAULT_SLOTS,
+        plain_note,
+        recorded_source,
+        replay_prompts,
+    )
     from spectui.core.compare.prompt_files import load_prompts
     from spectui.core.compare.setup import parse_configs
     from spectui.core.compare.store import CompareDocument
 
     sampling = settings.sampling
-    prompts = load_prompts(options.prompts or "builtin", sampling.n_predict)
+    source = recorded_source(options.prompts or "builtin")
+    if options.speed is not None and options.arrivals is None:
+        raise CompareUsageError("--speed scales recorded arrival times: add --arrivals recorded")
+    if options.arrivals is not None and source.startswith("builtin"):
+        raise CompareUsageError(
+            "--arrivals recorded replays a recorded workload: give --prompts DIR|FILE "
+            "(from `spectui proxy --record`), not the built-in prompts"
+        )
+    if options.arrivals is not None and len(options.concurrency or ()) > 1:
+        raise CompareUsageError(
+            "--arrivals replays on one server: give --concurrency one number (its slots)"
+        )
+    prompts = load_prompts(source, sampling.n_predict)
+    if options.arrivals is not None:
+        prompts = replay_prompts(prompts, source)
+    elif (note := plain_note(prompts, source)) is not None:
+        print(f"spectui: {note}", file=sys.stderr)
+    slots = options.concurrency or ((DEFAULT_SLOTS,) if options.arrivals else (1,))
     texts = options.configs or [settings.spec_type]
     configs = parse_configs(texts, setup.caps, draft_model=settings.draft_model, model=setup.model)
     plan = ComparePlan(
         configs=configs,
         prompts=prompts,
         reps=options.reps or DEFAULT_REPS,
-        concurrency=options.concurrency or (1,),
+        concurrency=slots,
+        arrivals=options.arrivals,
+        speed=options.speed or 1.0,
         sampling=sampling,
         delivery=settings.delivery,
         memory_budget=budget,
@@ -224,7 +279,7 @@ async def _compare(settings: Settings, args: argparse.Namespace) -> int:
         budget = resolve_budget(options.memory_budget)  # a bad one: first
         setup = compare_setup(settings)
         document = _new_document(settings, options, setup, budget)
-    if document.plan.concurrent:
+    if document.plan.concurrent or document.plan.arrivals:
         setup = setup.with_slots(document.plan.concurrency)  # (a refusal: before any file)
     done = finished_seqs(document)
     pending = [job for job in document.plan.jobs() if job.seq not in done]
@@ -247,7 +302,9 @@ async def _compare(settings: Settings, args: argparse.Namespace) -> int:
         on_save=exports.write,
         trust_code=trust_code,
         probe=divergence_prober(engine),
-        slot_count=slot_counter(engine) if document.plan.concurrent else None,
+        slot_count=slot_counter(engine)
+        if document.plan.concurrent or document.plan.arrivals
+        else None,
     )
     print(
         f"spectui: results in {outputs[0]} (if interrupted: spectui compare --resume {outputs[0]})",
@@ -322,7 +379,7 @@ class _Exports:
 
         if self.csv_path is not None:
             write_atomic(self.csv_path, to_csv(document))
-            if document.plan.concurrency != (1,):
+            if document.plan.concurrency != (1,) or document.plan.arrivals:
                 write_atomic(levels_csv_path(self.csv_path), levels_csv(document))
         if self.markdown_path is not None:
             write_atomic(self.markdown_path, to_markdown(document))

@@ -10,6 +10,7 @@ import csv
 import io
 
 from spectui.core.compare.models import RunRecord, round_name
+from spectui.core.compare.open_loop import replay_line
 from spectui.core.compare.store import CompareDocument
 from spectui.core.compare.verdict import SummaryRow
 
@@ -266,6 +267,8 @@ def _odds(record: RunRecord) -> str:
 def to_markdown(document: CompareDocument) -> str:
     """The report: setup, configs, summary table, verdicts, divergences, checker failures."""
     lines = _header(document)
+    if (replay := replay_line(document.plan)) is not None:
+        lines += [replay, ""]
     lines += ["## Configs", "", "| config | llama-server args |", "|---|---|"]
     for config in document.plan.configs:
         lines.append(f"| {cell(config.label)} | `{cell(' '.join(config.args))}` |")

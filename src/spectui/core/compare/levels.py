@@ -149,7 +149,8 @@ def level_rows(plan: ComparePlan, records: Sequence[RunRecord]) -> list[LevelRow
         level_rows_: list[SummaryRow] = []
         for config in plan.configs:
             mine = [r for r in at_level if r.config == config.name]
-            row = base_row(plan, config.name, level_name(level), mine, {}, config.is_baseline)
+            name = level_name(level) if plan.arrivals is None else f"recorded {plan.speed:g}x"
+            row = base_row(plan, config.name, name, mine, {}, config.is_baseline)
             own = per_round[config.name]
             update = _level_fields(plan, config.name, level, mine, own)
             update.update(noise_floor=noise, ttft_noise_floor=ttft_noise)
@@ -166,7 +167,7 @@ RoundValues = dict[int, tuple[float, float | None]]
 
 
 def _per_round(plan: ComparePlan, runs: list[RunRecord], config: str, level: int) -> RoundValues:
-    planned = level * len(plan.prompts)
+    planned = plan.runs_per_prompt(level) * len(plan.prompts)
     out: RoundValues = {}
     for round_ in sorted({r.round for r in runs if r.config == config}):
         block = [r for r in runs if r.config == config and r.round == round_]
@@ -194,7 +195,7 @@ def _level_fields(
     rates = values(request_rate)
     return {
         "level": level,
-        "planned": plan.planned_rounds(config) * level * len(plan.prompts),
+        "planned": plan.planned_rounds(config) * plan.runs_per_prompt(level) * len(plan.prompts),
         "requests": len(ok),
         "aggregate_tokens_per_second": statistics.median(aggregates) if aggregates else None,
         "aggregate_min": min(aggregates, default=None),
@@ -238,7 +239,10 @@ def level_verdicts(plan: ComparePlan, rows: Sequence[LevelRow]) -> list[LevelVer
         if config.is_baseline:
             continue
         mine = sorted((r for r in rows if r.config == config.name), key=lambda r: r.level)
-        if mine:
+        if mine and plan.arrivals is not None:  # one level: the recorded traffic's
+            sentence = f"{mine[0].verdict} on the recorded arrivals — {_evidence(mine[0])}"
+            out.append(LevelVerdict(config=config.name, sentence=sentence))
+        elif mine:
             out.append(LevelVerdict(config=config.name, sentence=level_sentence(mine)))
     return out
 

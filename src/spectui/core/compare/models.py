@@ -76,6 +76,8 @@ class ComparePrompt(BaseModel):
     """Tokens to generate (the same for every config)."""
     check: Checker | None = None
     """What a correct response satisfies, if anything."""
+    arrival_s: float | None = Field(default=None, ge=0)
+    """When the recorded request arrived, seconds after the first (`proxy --record`)."""
 
 
 class CompareJob(BaseModel):
@@ -148,6 +150,11 @@ class ComparePlan(BaseModel):
     active: tuple[tuple[str, ...], ...] | None = None
     """Per round (1..reps), the config names that run in it (None: every config, every round).
     `tune` races candidates: losers leave the schedule, the baseline stays in every round."""
+    arrivals: Literal["recorded"] | None = None
+    """'recorded': each round's block sends the prompts open loop at their ``arrival_s`` ÷
+    ``speed`` (`compare --arrivals`), on one level's slots; None: closed loop."""
+    speed: float = Field(default=1.0, gt=0)
+    """How much faster than recorded the arrivals are replayed."""
 
     @model_validator(mode="before")
     @classmethod
@@ -161,6 +168,18 @@ class ComparePlan(BaseModel):
         if not levels or min(levels) < 1:
             raise ValueError("concurrency levels are whole numbers of streams, 1 or more")
         return tuple(sorted(set(levels)))
+
+    @model_validator(mode="after")
+    def _replayable(self) -> ComparePlan:
+        if self.arrivals is not None and len(self.concurrency) != 1:
+            raise ValueError("an arrivals replay runs on one level (its server slots)")
+        if self.arrivals is not None and any(p.arrival_s is None for p in self.prompts):
+            raise ValueError("an arrivals replay needs every prompt's arrival_s")
+        return self
+
+    def runs_per_prompt(self, level: int) -> int:
+        """Runs of each prompt in one config's block at ``level`` (once, replaying arrivals)."""
+        return 1 if self.arrivals is not None else level
 
     @property
     def slots(self) -> int:
@@ -236,7 +255,10 @@ class ComparePlan(BaseModel):
 
     def _level_order(self, level: int) -> list[tuple[int, ComparePrompt]]:
         """(client, prompt) of one level's block: each client sends every prompt, client c
-        starting at prompt c, so the streams in flight at once ask different prompts."""
+        starting at prompt c, so the streams in flight at once ask different prompts; replaying
+        arrivals, each prompt is a client of its own, in recorded order."""
+        if self.arrivals is not None:
+            return list(enumerate(self.prompts))
         n = len(self.prompts)
         return [
             (client, self.prompts[(client + i) % n]) for client in range(level) for i in range(n)

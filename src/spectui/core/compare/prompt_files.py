@@ -67,7 +67,8 @@ class _Entry(BaseModel):
     check: Checker | None = None
     """What a correct response satisfies."""
     # Written by `spectui proxy --record` (its workload.jsonl); compare runs ``text`` under its
-    # own fixed sampling, so these are kept for the reader, not used.
+    # own fixed sampling, so these are kept for the reader, not used (``arrival_s`` aside:
+    # `compare --arrivals recorded` replays it).
     endpoint: str | None = None
     """The endpoint the recorded request was sent to."""
     sampling: dict[str, Any] | None = None
@@ -177,6 +178,7 @@ def load_prompt_file(path: Path, n_predict: int | None) -> tuple[ComparePrompt, 
                 text=entry.text,
                 n_predict=n_predict or entry.n_predict or DEFAULT_N_PREDICT,
                 check=check,
+                arrival_s=entry.arrival_s,
             )
         )
     if not prompts:

@@ -16,7 +16,8 @@ while the other configs continue. Cancelling the iteration (Ctrl-C) loses only t
 A concurrency level above 1 runs as a block: its clients stream at once (`_run_block`), each
 sending its prompts one after another; their checkers run after the block, so checking never
 delays a client's next request. A block is kept whole or not at all: cancelling it loses the
-block, and --resume runs it again.
+block, and --resume runs it again. Replaying recorded arrivals (`open_loop`), a block's runs
+are sent open loop at their recorded offsets instead, each without waiting for the others.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from spectui.core.compare.models import (
     RunRecord,
     ServerStart,
 )
+from spectui.core.compare.open_loop import replay_block
 from spectui.core.compare.progress import (
     CompareEvent,
     CompareFinished,
@@ -110,6 +112,9 @@ class CompareRunner:
         self._slots: int | None = None
         """The running server's slot count, as read after its start (None: not read)."""
         self._prober = probe
+        self.clock: Callable[[], float] = time.monotonic
+        """The clock and sleep of an arrivals replay's schedule (tests drive a fake one)."""
+        self.sleep: Callable[[float], Awaitable[object]] = asyncio.sleep
         """Asks the baseline's server for its candidates where an answer changed (None: no
         probes; changed answers then stay unexplained, and count as divergent)."""
 
@@ -163,7 +168,8 @@ class CompareRunner:
             job = block[0]
             async for event in self._ensure_server(job):
                 yield event
-            if job.level > 1 and job.config not in self._broken:
+            concurrent = job.level > 1 or (self.plan.arrivals is not None and not job.warmup)
+            if concurrent and job.config not in self._broken:
                 # Closed with this generator: a block's streams never outlive the comparison.
                 async with contextlib.aclosing(self._run_block(block, session)) as items:
                     async for item in items:
@@ -217,25 +223,37 @@ class CompareRunner:
         done: dict[int, tuple[RunRecord | None, bool]] = {}
         in_flight = 0
 
-        async def client(jobs: list[CompareJob]) -> None:
+        async def send(job: CompareJob) -> RunRecord | None:
             nonlocal in_flight
+            # With a slot per stream this never holds; it does when slots are fewer.
+            waited = self._slots is not None and in_flight >= self._slots
+            in_flight += 1
+            events.put_nowait(RunStarting(job=job))
+            try:
+                done[job.seq] = await self._run(job, session, check=False, waited=waited)
+            finally:
+                in_flight -= 1
+            return done[job.seq][0]
+
+        async def client(jobs: list[CompareJob]) -> None:
             try:
                 for job in jobs:
-                    # With a slot per stream this never holds; it does when slots are fewer.
-                    waited = self._slots is not None and in_flight >= self._slots
-                    in_flight += 1
-                    events.put_nowait(RunStarting(job=job))
-                    try:
-                        done[job.seq] = await self._run(job, session, check=False, waited=waited)
-                    finally:
-                        in_flight -= 1
-                    if done[job.seq][0] is None:
+                    if await send(job) is None:
                         return
             finally:
                 events.put_nowait(None)  # this client is done (or stopped)
 
+        async def replay() -> None:
+            try:
+                await replay_block(block, self.plan, send, clock=self.clock, sleep=self.sleep)
+            finally:
+                events.put_nowait(None)
+
         by_client = [[j for j in block if j.client == c] for c in sorted({j.client for j in block})]
-        tasks = [asyncio.create_task(client(jobs)) for jobs in by_client]
+        if self.plan.arrivals is not None:
+            tasks = [asyncio.create_task(replay())]
+        else:
+            tasks = [asyncio.create_task(client(jobs)) for jobs in by_client]
         try:
             ended = 0
             while ended < len(tasks):
@@ -359,7 +377,7 @@ class CompareRunner:
         """Why the server just started cannot run the plan's largest level (None: it can, or
         the plan runs one stream at a time)."""
         self._slots = None
-        if not self.plan.concurrent or self._slot_count is None:
+        if not (self.plan.concurrent or self.plan.arrivals) or self._slot_count is None:
             return None
         self._slots = await self._slot_count()
         if self._slots is None or self._slots >= self.plan.slots:

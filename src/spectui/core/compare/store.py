@@ -189,7 +189,8 @@ class CompareDocument(BaseModel):
         single = [r for r in runs if r.level == 1]
         cost = fit_runs(self.plan, single)
         priced = {r.seq: r for r in predictions(self.plan, single, cost)}
-        levels = level_rows(self.plan, runs) if self.plan.concurrency != (1,) else []
+        judged = self.plan.concurrency != (1,) or self.plan.arrivals is not None
+        levels = level_rows(self.plan, runs) if judged else []
         return self.model_copy(
             update={
                 "updated_at": datetime.now(UTC),

@@ -225,7 +225,8 @@ def base_row(
         config=config,
         prompt=prompt,
         runs=len(ok),
-        planned=plan.planned_rounds(config) * (mine[0].level if mine else min(plan.concurrency)),
+        planned=plan.planned_rounds(config)
+        * plan.runs_per_prompt(mine[0].level if mine else min(plan.concurrency)),
         failed=len(mine) - len(ok),
         median_tokens_per_second=tps[0],
         min_tokens_per_second=tps[1],
