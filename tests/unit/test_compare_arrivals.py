@@ -17,16 +17,19 @@ from spectui.cli import main
 from spectui.commands import compare as compare_command
 from spectui.config import Settings
 from spectui.core.compare.arrivals import ArrivalsError
+from spectui.core.compare.by_content import content_rows, content_verdicts, prompt_classes
 from spectui.core.compare.export import to_markdown
-from spectui.core.compare.models import ComparePlan, ComparePrompt
+from spectui.core.compare.models import ComparePlan, ComparePrompt, RunRecord
 from spectui.core.compare.open_loop import plain_note, recorded_source, replay_prompts
 from spectui.core.compare.prompt_files import PromptFileError, load_prompts
+from spectui.core.compare.rule import MIN_KEEP_ROUNDS
 from spectui.core.compare.runner import CompareRunner
 from spectui.core.compare.store import load_document
+from spectui.core.content import ContentClass
 from spectui.core.events import EventStream
 from spectui.core.request import GenerationRequest
 
-from .compare_helpers import FakeSetup, ScriptedEngine, document, plan
+from .compare_helpers import FakeSetup, ScriptedEngine, document, plan, record
 
 
 def workload(folder: Path, arrivals: list[float | None]) -> Path:
@@ -254,3 +257,60 @@ def test_unsorted_arrivals_are_refused_before_any_file(
         ["--prompts", str(folder), "--arrivals", "recorded"], tmp_path, capsys, monkeypatch
     )
     assert "must be sorted" in line
+
+
+# -- compare's verdict by content class (#30 item 4) -------------------------------------------
+
+CODE = "Fix this function:\n```python\ndef add(a, b):\n    return a - b\n```"
+PROSE = "Write a short paragraph about the history of Lisbon and of its old harbour."
+JSON_PROMPT = '{"name": "Ada", "age": 36, "city": "London"}'
+
+
+def content_plan() -> ComparePlan:
+    base = plan(("none", "ngram-mod"), ("code", "prose", "json"), reps=3)
+    texts = {"code": CODE, "prose": PROSE, "json": JSON_PROMPT}
+    prompts = tuple(p.model_copy(update={"text": texts[p.key]}) for p in base.prompts)
+    return ComparePlan(**{**dict(base), "prompts": prompts})
+
+
+def content_records() -> list[RunRecord]:
+    """code: ngram-mod twice as fast every round; prose: 10 % slower; json: one round only."""
+    out: list[RunRecord] = []
+    for round_ in (1, 2, 3):
+        jitter = round_ * 5.0
+        for prompt, ms in (("code", 500.0), ("prose", 1100.0), ("json", 600.0)):
+            if prompt == "json" and round_ > 1:
+                continue
+            out.append(record("none", prompt, round_, seq=len(out), total_ms=1000.0 + jitter))
+            out.append(record("ngram-mod", prompt, round_, seq=len(out), total_ms=ms + jitter))
+    return out
+
+
+def test_prompts_are_classed_by_their_text_and_the_baselines_answer() -> None:
+    classes = prompt_classes(content_plan(), content_records())
+    assert classes == {
+        "code": ContentClass.CODE,
+        "prose": ContentClass.PROSE,
+        "json": ContentClass.JSON,
+    }
+
+
+def test_a_class_with_enough_rounds_gets_the_rules_verdict_in_one_sentence() -> None:
+    p = content_plan()
+    rows = content_rows(p, content_records())
+    mine = {r.content: r for r in rows if r.config == "ngram-mod"}
+    assert mine["code"].verdict == "keep" and mine["code"].pairs == MIN_KEEP_ROUNDS
+    assert mine["prose"].verdict == "drop"
+    assert mine["json"].verdict is None and mine["json"].pairs == 1  # below the rule's minimum
+    (verdict,) = content_verdicts(p, rows)
+    assert verdict.sentence.startswith("keep for code — 1.9")
+    assert "; drop for prose — 0.9" in verdict.sentence
+    assert verdict.sentence.endswith(f"json: too few rounds (1 of {MIN_KEEP_ROUNDS})")
+
+
+def test_the_document_and_its_markdown_hold_the_content_verdicts() -> None:
+    doc = document(content_plan()).updated(content_records(), [], [])
+    assert {(r.config, r.content) for r in doc.by_content} >= {("ngram-mod", "code")}
+    saved = json.loads(doc.model_dump_json())
+    assert saved["by_content"] and saved["content_verdicts"][0]["config"] == "ngram-mod"
+    assert "## By content" in to_markdown(doc) and "keep for code" in to_markdown(doc)

@@ -175,6 +175,11 @@ def print_final(document: CompareDocument, *, chart: bool) -> None:
         for verdict in document.level_verdicts:
             label = labels.get(verdict.config, verdict.config)
             out.print(f"[bold]{escape(label)}[/]: {escape(verdict.sentence)}", highlight=False)
+    for content in document.content_verdicts:  # (by the prompts' content class)
+        label = labels.get(content.config, content.config)
+        out.print(
+            f"[bold]{escape(label)}[/] by content: {escape(content.sentence)}", highlight=False
+        )
     for row in document.summary:
         if row.verdict not in ("baseline", "pending"):
             label = labels.get(row.config, row.config)

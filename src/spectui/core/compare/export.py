@@ -308,6 +308,10 @@ def to_markdown(document: CompareDocument) -> str:
     from spectui.core.compare.level_export import levels_markdown
 
     lines += levels_markdown(document)
+    if document.content_verdicts:
+        lines += ["", "## By content", ""]
+        for v in document.content_verdicts:
+            lines.append(f"- **{labels.get(v.config, v.config)}**: {v.sentence}")
     differing = [r for r in document.runs if r.identical_to_baseline is False]
     if differing:
         lines += ["", "## Answers that differ from the baseline", ""]

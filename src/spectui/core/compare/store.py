@@ -25,6 +25,12 @@ from pydantic import (
 )
 
 from spectui import __version__
+from spectui.core.compare.by_content import (
+    ContentRow,
+    ContentVerdict,
+    content_rows,
+    content_verdicts,
+)
 from spectui.core.compare.costmodel import CostModel, fit_runs, predictions
 from spectui.core.compare.levels import LevelRow, LevelVerdict, level_rows, level_verdicts
 from spectui.core.compare.models import (
@@ -140,6 +146,11 @@ class CompareDocument(BaseModel):
     more than level 1)."""
     level_verdicts: list[LevelVerdict] = Field(default_factory=list)
     """Per config: where speculation stops paying as streams are added, in one sentence."""
+    by_content: list[ContentRow] = Field(default_factory=list)
+    """One row per config × content class of the prompts (`by_content`), judged by the rule
+    where the class has enough rounds for a verdict of its own."""
+    content_verdicts: list[ContentVerdict] = Field(default_factory=list)
+    """Per config: its verdict per content class, in one sentence."""
     restarts: str = ""
     """How the server was restarted between configs and rounds, in one sentence."""
     cost_model: CostModel | None = None
@@ -189,6 +200,7 @@ class CompareDocument(BaseModel):
         single = [r for r in runs if r.level == 1]
         cost = fit_runs(self.plan, single)
         priced = {r.seq: r for r in predictions(self.plan, single, cost)}
+        by_content = content_rows(self.plan, runs)
         judged = self.plan.concurrency != (1,) or self.plan.arrivals is not None
         levels = level_rows(self.plan, runs) if judged else []
         return self.model_copy(
@@ -199,6 +211,8 @@ class CompareDocument(BaseModel):
                 "cost_model": cost,
                 "levels": levels,
                 "level_verdicts": level_verdicts(self.plan, levels),
+                "by_content": by_content,
+                "content_verdicts": content_verdicts(self.plan, by_content),
                 "server_starts": list(starts),
                 "sessions": list(sessions),
                 "summary": report_rows(self.plan, runs),
