@@ -89,8 +89,8 @@ async def replay_open_loop(
     try:
         for index, (request, offset) in enumerate(zip(requests, offsets, strict=True)):
             due = offset / speed
-            wait = due - (clock() - start)
-            if wait > 0:
+            # A loop: an event loop may wake a timer a clock tick early; never send early.
+            while (wait := due - (clock() - start)) > 0:
                 await sleep(wait)
             # The task starts at the loop's next turn: the next request's wait yields to it.
             sent = clock() - start
