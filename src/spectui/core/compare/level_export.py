@@ -42,7 +42,10 @@ def level_table(document: CompareDocument) -> tuple[list[str], list[list[str]]]:
     """The concurrency table: headers (config, metric, one column per level) and rows (per
     config, one per `LEVEL_METRICS`); no rows when the plan runs level 1 only."""
     levels = document.plan.concurrency
-    headers = ["config", "metric", *(level_name(level) for level in levels)]
+    names = [level_name(level) for level in levels]
+    if document.plan.arrivals is not None:  # one level: the recorded traffic, replayed
+        names = [f"recorded {document.plan.speed:g}x ({levels[0]} slots)"]
+    headers = ["config", "metric", *names]
     cells = {(r.config, r.level): _level_cells(r) for r in document.levels}
     rows: list[list[str]] = []
     if not document.levels:
