@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from spectui.cli import main
 from spectui.commands import compare as compare_command
 from spectui.config import Settings
-from spectui.core.compare.arrivals import ArrivalsError
+from spectui.core.compare.arrivals import ArrivalsError, Sent, replay_open_loop
 from spectui.core.compare.by_content import content_rows, content_verdicts, prompt_classes
 from spectui.core.compare.export import to_markdown
 from spectui.core.compare.models import ComparePlan, ComparePrompt, RunRecord
@@ -314,3 +316,34 @@ def test_the_document_and_its_markdown_hold_the_content_verdicts() -> None:
     saved = json.loads(doc.model_dump_json())
     assert saved["by_content"] and saved["content_verdicts"][0]["config"] == "ngram-mod"
     assert "## By content" in to_markdown(doc) and "keep for code" in to_markdown(doc)
+
+
+@given(
+    st.lists(st.floats(min_value=0, max_value=1e4, allow_nan=False), min_size=1, max_size=15),
+    st.floats(min_value=0.01, max_value=100),
+)
+def test_the_replay_sends_in_recorded_order_and_never_early(
+    offsets: list[float], speed: float
+) -> None:
+    offsets = sorted(offsets)
+    fake = FakeClock()
+    sent: list[tuple[int, float]] = []
+
+    async def send(index: int) -> None:
+        sent.append((index, fake.now))
+
+    async def replay() -> list[Sent[None]]:
+        return await replay_open_loop(
+            list(range(len(offsets))),
+            offsets,
+            send,
+            speed=speed,
+            clock=fake.clock,
+            sleep=fake.sleep,
+        )
+
+    results = asyncio.run(replay())
+    assert [index for index, _ in sent] == list(range(len(offsets)))
+    for (index, at), offset in zip(sent, offsets, strict=True):
+        assert at >= offset / speed, index
+    assert all(r.sent_s >= r.due_s for r in results)
