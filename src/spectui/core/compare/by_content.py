@@ -82,14 +82,13 @@ def content_rows(plan: ComparePlan, records: Sequence[RunRecord]) -> list[Conten
         keys = [k for k, c in classes.items() if c is content]
         if not keys:
             continue
-        mine = [r for r in counted if r.prompt in keys]
-        noise = noise_floor(
-            [
-                _series([r for r in mine if r.config == c.name and r.prompt == k], _throughput)
-                for c in plan.configs
-                for k in keys
-            ]
-        )
+        mine = [r for r in counted if classes.get(r.prompt) is content]
+        # Grouped once: a recorded workload may hold hundreds of prompts, and this runs after
+        # every run of the comparison.
+        groups: dict[tuple[str, str], list[RunRecord]] = {}
+        for r in mine:
+            groups.setdefault((r.config, r.prompt), []).append(r)
+        noise = noise_floor([_series(runs, _throughput) for runs in groups.values()])
         base = {(r.prompt, *_slot(r)): r for r in mine if r.config == plan.baseline.name and r.ok}
         rows = [_row(plan, c.name, content, len(keys), mine, base, noise) for c in plan.configs]
         judged = with_verdicts(plan, rows)
