@@ -23,6 +23,12 @@ ENUMERATE_MAX_TOKENS = 8
 """New tokens of one chunk up to which its readings are enumerated (at most ~3^n of them); a
 longer chunk with accepted drafts in it gets every count that could fit and unknown origins."""
 
+READ_MAX_TOKENS = 256
+"""New tokens of one chunk beyond which no split is read at all. A real chunk of several steps
+holds a few steps' tokens (held-back UTF-8 spans a character's bytes; an n-gram step accepts at
+most its n-max, 64 by default); a chunk claiming more is a broken or hostile upstream, and
+reading its splits would cost ~tokens x accepted. The caller counts it as an anomaly."""
+
 Pending = tuple[int, int]
 """What the open step still owes: (accepted drafts, 1 if its target token else 0)."""
 
@@ -50,7 +56,10 @@ class Readings:
 def readings(tokens: int, drafted: int, accepted: int, start: int, limit: int | None) -> Readings:
     """Every split of ``tokens`` new tokens (the first at response index ``start``) into steps
     that drafted ``drafted`` and accepted ``accepted`` in all, and draftless decodes; the last
-    step may still owe tokens. ``limit``: the request's n_predict, when known."""
+    step may still owe tokens. ``limit``: the request's n_predict, when known. Over
+    ``READ_MAX_TOKENS`` tokens: no split."""
+    if tokens > READ_MAX_TOKENS:
+        return Readings(tokens, accepted)
     out = Readings(tokens, accepted, origins=[0] * tokens)
     last = tokens if limit is None else limit - 1 - start  # new tokens a step may start at
     steppable = max(0, min(tokens, last) - (1 if start == 0 else 0))
