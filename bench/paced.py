@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 import httpx
 from streams import long_payloads
 
-from spectui.core.engine.base import ServerInfo
+from spectui.core.engine.base import LiveServerSource, ServerInfo
 from spectui.core.events import EngineEvent, ServerState, ServerStateEvent
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest
@@ -25,7 +25,7 @@ from spectui.core.stream.run import StreamRun
 TICK_S = 0.001
 
 
-class PacedEngine:
+class PacedEngine(LiveServerSource):
     """Implements `spectui.core.engine.base.Engine`; every run replays the same stream."""
 
     def __init__(self, tokens: int, rate: float) -> None:
@@ -53,20 +53,6 @@ class PacedEngine:
     @property
     def spec_types(self) -> tuple[str, ...]:
         return ()
-
-    # -- capabilities (spectui.core.engine.base): a live server's, control only --
-
-    @property
-    def server_control(self) -> PacedEngine:
-        return self
-
-    @property
-    def recorder(self) -> None:
-        return None
-
-    @property
-    def following(self) -> None:
-        return None
 
     async def start(self) -> AsyncGenerator[EngineEvent, None]:
         yield ServerStateEvent(state=ServerState.READY, detail="recorded stream")

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spectui.core.engine.base import ServerInfo
+from spectui.core.engine.base import LiveServerSource, ServerInfo
 from spectui.core.errors import ServerStartError
 from spectui.core.events import (
     ErrorEvent,
@@ -68,7 +68,7 @@ def split_tokens(text: str) -> list[str]:
 
 
 @dataclass
-class FakeEngine:
+class FakeEngine(LiveServerSource):
     """Implements the `Engine` protocol with seeded, synthetic runs."""
 
     seed: int = 7
@@ -128,20 +128,6 @@ class FakeEngine:
     @property
     def spec_types(self) -> tuple[str, ...]:
         return self.types
-
-    # -- capabilities: a live server's (control; recording is RecordingEngine's, around it) --
-
-    @property
-    def server_control(self) -> FakeEngine:
-        return self
-
-    @property
-    def recorder(self) -> None:
-        return None
-
-    @property
-    def following(self) -> None:
-        return None
 
     def _enter(self) -> None:
         self.active += 1

@@ -14,7 +14,7 @@ from spectui.core.compare.models import (
 )
 from spectui.core.compare.store import BinaryInfo, CompareDocument, ModelInfo, ServerOptions
 from spectui.core.compare.textdiff import token_ends
-from spectui.core.engine.base import ServerInfo
+from spectui.core.engine.base import LiveServerSource, ServerInfo
 from spectui.core.events import (
     ErrorEvent,
     EventStream,
@@ -111,7 +111,7 @@ def words(text: str) -> list[str]:
 
 
 @dataclass
-class ScriptedEngine:
+class ScriptedEngine(LiveServerSource):
     """An `Engine` with scripted answers: per spec type, a text and a speed; counts servers."""
 
     spec: SpecConfig = field(default_factory=SpecConfig)
@@ -139,20 +139,6 @@ class ScriptedEngine:
     @property
     def spec_types(self) -> tuple[str, ...]:
         return ("none", "ngram-simple", "ngram-mod", "draft-simple")
-
-    # -- capabilities (spectui.core.engine.base): a live server's, control only --
-
-    @property
-    def server_control(self) -> ScriptedEngine:
-        return self
-
-    @property
-    def recorder(self) -> None:
-        return None
-
-    @property
-    def following(self) -> None:
-        return None
 
     def log_tail(self, lines: int = 50) -> list[str]:
         return ["fake log"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 
-from spectui.core.engine.base import ServerInfo
+from spectui.core.engine.base import LiveServerSource, ServerInfo
 from spectui.core.events import EngineEvent, EventStream, MemoryEvent, ServerState, ServerStateEvent
 from spectui.core.llama.memory import MemorySampler
 from spectui.core.llama.specconfig import SpecConfig
@@ -46,7 +46,7 @@ class FakeMemory(MemorySampler):
         )
 
 
-class CaptureEngine:
+class CaptureEngine(LiveServerSource):
     """The `Engine` protocol over a recorded SSE capture (no server, no network)."""
 
     def __init__(self, capture: str = "completion-ngram-simple.sse", body: bytes = b"") -> None:
@@ -68,20 +68,6 @@ class CaptureEngine:
     @property
     def spec_types(self) -> tuple[str, ...]:
         return ("ngram-simple",)
-
-    # -- capabilities (spectui.core.engine.base): a live server's, control only --
-
-    @property
-    def server_control(self) -> CaptureEngine:
-        return self
-
-    @property
-    def recorder(self) -> None:
-        return None
-
-    @property
-    def following(self) -> None:
-        return None
 
     async def start(self) -> EventStream:
         yield ServerStateEvent(state=ServerState.READY)

@@ -12,7 +12,7 @@ follower one that follows; tests use fakes of the same shapes.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict
 
@@ -175,6 +175,27 @@ class Following(Protocol):
     def folder(self) -> Path:
         """The folder whose session files are followed (the file's own, for one file)."""
         ...
+
+
+class LiveServerSource:
+    """The capabilities of an engine that runs and controls a server: control is the engine
+    itself; it records nothing (`RecordingEngine` wraps one to) and follows nothing. Mixed into
+    `LiveEngine` and into the engines that stand in for one (bench and test fakes)."""
+
+    @property
+    def server_control(self) -> Self:
+        """This engine: it starts, switches and restarts its server."""
+        return self
+
+    @property
+    def recorder(self) -> None:
+        """None: recording is `RecordingEngine`'s, around this one."""
+        return None
+
+    @property
+    def following(self) -> None:
+        """None: a live server follows nothing."""
+        return None
 
 
 class Engine(RunSource, Runner, ServerControl, Protocol):

@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from spectui.core.drafters.chain import ChainNamer
-from spectui.core.engine.base import EngineDirs, ServerInfo
+from spectui.core.engine.base import EngineDirs, LiveServerSource, ServerInfo
 from spectui.core.errors import ModelError, SpecConfigError, SpectuiError
 from spectui.core.events import ErrorEvent, EventStream, ServerState, ServerStateEvent
 from spectui.core.llama.attach import AttachedServer, attach
@@ -98,7 +98,7 @@ def launch_engine(
     return LiveEngine(server, caps=caps, dirs=dirs, stall_timeout_s=stall_timeout_s)
 
 
-class LiveEngine:
+class LiveEngine(LiveServerSource):
     """One llama-server and the runs streamed from it; implements `Engine`.
 
     ``stall_timeout_s``: every run's stall watchdog (`StreamRun`), seconds without a byte from
@@ -178,23 +178,6 @@ class LiveEngine:
     def spec_types(self) -> tuple[str, ...]:
         """Spec types this binary lists."""
         return self._caps.spec_types if self._caps else ()
-
-    # -- capabilities (`spectui.core.engine.base`): a live server has control, nothing else -----
-
-    @property
-    def server_control(self) -> LiveEngine:
-        """This engine: it starts, switches and restarts its server."""
-        return self
-
-    @property
-    def recorder(self) -> None:
-        """None: recording is `RecordingEngine`'s, around this one."""
-        return None
-
-    @property
-    def following(self) -> None:
-        """None: a live server follows nothing."""
-        return None
 
     @property
     def server(self) -> ManagedServer | None:
