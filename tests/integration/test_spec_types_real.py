@@ -1,13 +1,15 @@
-"""Every model-drafted spec type on the real llama-server, with the tiny constructed models:
+"""Every spec type on the real llama-server, with the tiny constructed models:
 `spectui stream --format jsonl` attaches to a server started here and its counts — drafted,
 accepted, steps, per position, token origins — must equal the server's own `/metrics` deltas.
 
 draft-mtp (n-max 1, 2, 3; with and without n-min), draft-eagle3, draft-dflash and draft-dspark
-at full, partial and zero acceptance, and draft-mtp / draft-simple with rejection sampling
-(temperature > 0, `--spec-draft-sampling probabilistic`). Two partial configs are also recorded
-(the replayed summary equals the live one) and streamed through `spectui proxy` (its record
-equals the deltas). One server per config, 40 tokens each: the tiny models generate them in a few
-milliseconds.
+at full, partial and zero acceptance, draft-mtp / draft-simple with rejection sampling
+(temperature > 0, `--spec-draft-sampling probabilistic`), and ngram-simple, ngram-mod and
+ngram-cache on the plain target (ngram-map-k and -k4v, which draft from an earlier request's map,
+are in test_chains_real.py): with those, all ten of the binary's speculative types. Two partial
+configs are also recorded (the replayed summary equals the live one) and streamed through
+`spectui proxy` (its record equals the deltas). One server per config, 40 tokens each: the tiny
+models generate them in a few milliseconds.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import pytest
 from spectui.cli import main
 from spectui.core.llama.protocol import ServerMetrics
 from spectui.testing.tiny_models import TinyModels
+from spectui.testing.tiny_vocab import WORDS
 
 from .outside import outside_server, wait_healthy
 from .proxy_helpers import delta, running_proxy, server_metrics
@@ -32,6 +35,10 @@ pytestmark = pytest.mark.server
 PROMPT = "Hello alpha beta"
 """Pinned: partial acceptance lines up with the draft rounds, so it depends on the prompt."""
 N_PREDICT = 40
+NGRAM_PROMPT = "Hello" + "".join(f" {word}" for word in WORDS) * 2 + " alpha beta"
+"""For the n-gram types: the word loop twice already in the prompt, so the history holds every
+n-gram the answer repeats from its first token on, each seen with what follows it (the map
+types draft from a key once it has been followed by the same tokens)."""
 
 Acc = Literal["full", "partial", "zero"]
 
@@ -50,6 +57,11 @@ class Config:
     temperature: float = 0.0
 
     @property
+    def prompt(self) -> str:
+        """The pinned prompt; a whole word cycle for the n-gram types."""
+        return NGRAM_PROMPT if self.spec_type.startswith("ngram-") else PROMPT
+
+    @property
     def id(self) -> str:
         n_min = f"-nmin{self.n_min}" if self.n_min is not None else ""
         temp = f"-t{self.temperature:g}" if self.temperature else ""
@@ -65,7 +77,9 @@ class Config:
         """Everything but `-m`: the spec config, `-md`, and `--metrics`."""
         args = ["--metrics", "--spec-type", self.spec_type]
         kind = self.spec_type.removeprefix("draft-")
-        if kind == "simple":  # the tiny target as its own draft model
+        if kind.startswith("ngram-"):  # drafts from the token history: no draft model
+            pass
+        elif kind == "simple":  # the tiny target as its own draft model
             args += ["-md", str(models.target_plain)]
         elif kind != "mtp":
             args += ["-md", str(models.drafter(kind, self.acceptance))]  # type: ignore[arg-type]
@@ -93,6 +107,12 @@ def _cases() -> list[object]:
         Config("draft-simple", "full", 3, temperature=0.8),
     ]
     cases += [pytest.param(config, id=config.id) for config in probabilistic]
+    # The n-gram types on the plain target, its word loop in the prompt ("full": the loop never
+    # changes, every draft fits). ngram-map-k and -k4v draft only from a slot's map built by an
+    # earlier request: tests/integration/test_chains_real.py runs them, two requests a server.
+    for kind in ("ngram-simple", "ngram-mod", "ngram-cache"):
+        config = Config(kind, "full", 8)
+        cases.append(pytest.param(config, id=config.id))
     return cases
 
 
@@ -116,7 +136,17 @@ def _stream(url: str, config: Config, capsys: pytest.CaptureFixture[str], *extra
     """`spectui stream --format jsonl` against `url` (in this process: the command's own code
     path without a Python start per config); its stdout."""
     generation = ["--n-predict", str(N_PREDICT), "--temperature", str(config.temperature)]
-    argv = ["stream", "--url", url, "--prompt", PROMPT, *generation, "--format", "jsonl", *extra]
+    argv = [
+        "stream",
+        "--url",
+        url,
+        "--prompt",
+        config.prompt,
+        *generation,
+        "--format",
+        "jsonl",
+        *extra,
+    ]
     capsys.readouterr()
     status = main(argv)
     out, err = capsys.readouterr()
