@@ -212,8 +212,11 @@ def test_try_lines_say_what_each_type_did() -> None:
         trials=(TypeTrial(type="none", outcome=Outcome.WORKS), works, idle, refused),
     )
     assert summary_line(report) == (
-        "4 tried on tiny.gguf: 3 works, 1 refused (no server left running)"
+        "4 tried on tiny.gguf: 3 works, 1 refused (no server left running); "
+        "tok/s from one short run each: an indication, `spectui compare` measures"
     )
+    noisy = idle.model_copy(update={"tokens_per_second": 4829.0, "speedup": 30.1})
+    assert format_trial(noisy) == format_trial(idle)  # no rate for a type that drafted nothing
     assert TrialReport.model_validate_json(report.model_dump_json()) == report
 
 
