@@ -3,13 +3,12 @@ whole spectui process.
 
 Every override defined in `spectui.core.overrides` is measured in the client it speeds, run as
 a process of its own against the paced stand-in server (`fake_server.py`) at a fixed token
-rate, exactly as `client_cpu.py` measures clients (the TUI in tmux writing to a real terminal,
-120x40 or, for the sparkline, 100x30; `spectui stream`; `spectui proxy` with a `curl -N`
-client): CPU (user + system, all threads, from /proc) over a window mid-stream, as a share of
-one core. The stock path is the same client with ``SPECTUI_STOCK=<name>``: that override alone
-off, the others on. Within a round the variants run one after another, their order rotating
-from round to round, so a busy machine weighs on all alike; the figure is stock / override of
-the medians over the rounds.
+rate, exactly as `client_cpu.py` measures clients (the TUI in tmux 120x40 writing to a real
+terminal; `spectui stream`; `spectui proxy` with a `curl -N` client): CPU (user + system, all
+threads, from /proc) over a window mid-stream, as a share of one core. The stock path is the
+same client with ``SPECTUI_STOCK=<name>``: that override alone off, the others on. Within a
+round the variants run one after another, their order rotating from round to round, so a busy
+machine weighs on all alike; the figure is stock / override of the medians over the rounds.
 
 An override earns its keep when, at one of the rates measured, its stock path costs at least
 10 % more CPU (`WORTH`, medians) *and* every stock round cost more than every round with it (on
@@ -57,17 +56,13 @@ def _tui(size: tuple[int, int]) -> Measure:
 
 CLIENTS: dict[str, Measure] = {
     "tui 120x40": _tui((120, 40)),
-    "tui 100x30": _tui((100, 30)),
     "stream": stream_cpu,
     "proxy": proxy_cpu,
 }
-"""How each client's CPU is measured (the TUI draws the tokens/s chart as a plot from 120x36
-up, as a sparkline below)."""
+"""How each client's CPU is measured."""
 
 MEASURED_IN: dict[str, str] = {
     "lean-compositor": "tui 120x40",
-    "strip-sparkline": "tui 100x30",
-    "lean-plot": "tui 120x40",
     "asyncio-transport": "stream",
     "lean-uvicorn": "proxy",
 }

@@ -1,5 +1,5 @@
 """With every override off (as under SPECTUI_STOCK=1, or on a Textual other than the tested one)
-the TUI draws the very same screen through Textual's and textual-plotext's own paths."""
+the TUI draws the very same screen through Textual's own compositor."""
 
 from __future__ import annotations
 
@@ -14,8 +14,6 @@ from spectui.core import overrides
 from spectui.core.overrides import STOCK_ENV
 from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.lean_compositor import LeanCompositor
-from spectui.ui.widgets.plot import LeanPlotextPlot, lean_plot_enabled
-from spectui.ui.widgets.sparkline import StripSparkline, strip_sparkline_enabled
 
 from .fake_engine import FakeEngine
 from .ui_helpers import main_screen, settle
@@ -46,10 +44,6 @@ async def _screen_after_a_run(stock: bool, monkeypatch: pytest.MonkeyPatch) -> C
         screen.charts.replot()
         await pilot.pause()
         assert type(screen._compositor) is (Compositor if stock else LeanCompositor)
-        assert strip_sparkline_enabled() is not stock
-        assert lean_plot_enabled() is not stock
-        assert screen.query(StripSparkline)
-        assert screen.query(LeanPlotextPlot)
         strips = screen._compositor.render_strips()
         cells = [[(ch, seg.style) for seg in strip for ch in seg.text] for strip in strips]
         await app.action_quit()

@@ -9,13 +9,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from plotext._figure import _figure_class
-from rich.color import Color as RichColor
-from rich.console import Console
-from rich.segment import Segment
-from rich.text import Text
 from textual.color import Color
-from textual.renderables.sparkline import Sparkline as SparklineRenderable
 from textual.strip import Strip
 
 from spectui.config import Settings
@@ -50,8 +44,6 @@ from spectui.ui.themes import (
     shipped_theme_dir,
 )
 from spectui.ui.widgets.metrics import MetricsPane, RunColumn
-from spectui.ui.widgets.plot import ansi_text
-from spectui.ui.widgets.sparkline import bars
 from spectui.ui.widgets.token_model import TokenLog
 
 from .fake_engine import FakeEngine
@@ -363,50 +355,6 @@ def test_initial_prompt_of_a_builtin() -> None:
     explicit = initial_prompt(Settings(n_predict=3000), two_lines)
     assert (explicit.key, explicit.request.n_predict) == ("two-lines", 3000)
     assert initial_prompt(settings, "Hello").key == "custom"
-
-
-@pytest.mark.parametrize("colour", [(120, 200, 80), "red", 208])
-def test_plot_text_is_what_rich_decodes_from_the_figure(colour: object) -> None:
-    # The tokens/s chart decodes plotext's escape codes itself (once per distinct sequence):
-    # the text must be rich's own, span for span, in truecolour, named and 256-colour figures.
-    figure = _figure_class()
-    figure.plotsize(60, 12)
-    figure.xlabel("s")
-    figure.plot([t / 4 for t in range(90)], [40 + (t % 17) for t in range(90)], color=colour)
-    canvas = figure.build()
-    assert "\x1b[" in canvas
-    decoded = ansi_text(canvas)
-    assert decoded == Text.from_ansi(canvas)
-    assert (decoded.end, decoded.tab_size, decoded.justify) == ("\n", 8, None)
-
-
-def test_plot_text_falls_back_to_rich_for_other_escape_codes() -> None:
-    canvas = "\x1b[1mbold\x1b[0m \x1b[2Kcleared\r\nnext \x1b[38;5;1mred"
-    assert ansi_text(canvas) == Text.from_ansi(canvas)
-
-
-@pytest.mark.parametrize(
-    ("data", "width", "height"),
-    [
-        ([], 12, 3),
-        ([4.0], 7, 2),
-        ([1, 5, 2, 8, 3], 20, 4),
-        ([float(n % 9) for n in range(90)], 33, 12),
-    ],
-)
-def test_strip_sparkline_draws_the_cells_rich_draws(
-    data: list[float], width: int, height: int
-) -> None:
-    # The step chart draws its own strips; every row must be what Textual's sparkline renders,
-    # cell for cell and segment for segment (so the snapshots and the terminal see the same).
-    renderable = SparklineRenderable(
-        data, width=width, height=height,
-        min_color=RichColor.parse("#204060"), max_color=RichColor.parse("#f0a000"),
-    )  # fmt: skip
-    console = Console(width=width, height=height)
-    segments = list(console.render(renderable, console.options))
-    rows = [[(text, style) for text, style, _ in line] for line in Segment.split_lines(segments)]
-    assert bars(renderable, width, height) == rows
 
 
 async def test_a_new_run_lays_the_screen_out_only_when_the_table_changes_height() -> None:

@@ -25,7 +25,7 @@ from spectui.core import overrides
 from spectui.core.overrides import STOCK_ENV, Override, enabled, stock_forced
 
 ROOT = Path(__file__).resolve().parents[2]
-KNOWN = {"lean-compositor", "strip-sparkline", "lean-plot", "asyncio-transport", "serve-handlers"}
+KNOWN = {"lean-compositor", "asyncio-transport", "lean-uvicorn", "serve-handlers"}
 """Overrides that must be found (others may be added: each is checked the same way)."""
 
 
@@ -97,12 +97,9 @@ def test_on_the_tested_set_every_override_is_used() -> None:
     overrides.reset()
     from spectui.commands import share
     from spectui.ui import compositor
-    from spectui.ui.widgets import plot, sparkline
 
     assert share.serve_handlers_enabled()
     assert compositor.lean_compositor_enabled()
-    assert sparkline.strip_sparkline_enabled()
-    assert plot.lean_plot_enabled()
     for override in _declared():
         for library, tested in override.libraries().items():
             assert metadata.version(library) == tested, (override.name, library)
@@ -134,7 +131,7 @@ def test_a_passing_check_on_the_tested_version_enables_it_decided_once(gate: Ove
     [
         ({"tested_version": "0.0.1"}, "is not the tested 0.0.1"),
         ({"library": "no-such-distribution-here"}, "no-such-distribution-here is not installed"),
-        ({"requires": {"plotext": "0.0.1"}}, "plotext"),
+        ({"requires": {"rich": "0.0.1"}}, "rich"),
     ],
 )
 def test_another_version_falls_back_with_one_line(

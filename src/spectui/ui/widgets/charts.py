@@ -3,8 +3,7 @@
 Data arrives at up to 20 Hz but the charts redraw at most every `REDRAW_INTERVAL_S` (and once
 when a run ends): drawing a plot per token would cost more than the generation it shows. In a
 small terminal the tokens/s chart is a sparkline; from 120×36 up it is a plotext line plot
-(`plot.LeanPlotextPlot`); sparklines draw their own strips (`sparkline`), the bar charts theirs
-(`bars`).
+(textual-plotext's `PlotextPlot`); the bar charts draw their own strips (`bars`).
 
 Both time charts span the whole run at any length (`series`): a run of 300 tokens in 0.24 s
 fills the chart as a run of minutes does. Tokens/s is counted from the tokens' own timestamps,
@@ -31,14 +30,13 @@ from textual_plotext import PlotextPlot
 from spectui.core.events import RunMetrics, StepEvent, TokenEvent
 from spectui.ui import format as fmt
 from spectui.ui.widgets.bars import PositionBars, StepBars
-from spectui.ui.widgets.plot import LeanPlotextPlot
 from spectui.ui.widgets.series import RateSeries, StepSeries
-from spectui.ui.widgets.sparkline import StripSparkline
 
-REDRAW_INTERVAL_S = 1.0
-"""Charts redraw at most once a second, and only when what they show changed: a frame with the
-three charts cost ~25 ms in a real terminal (plotext alone ~8 ms), and a trend over seconds
-reads the same at 1 Hz as at 20."""
+REDRAW_INTERVAL_S = 2.0
+"""Charts redraw at most every two seconds, and only when what they show changed: one redraw of
+the three costs ~30 ms of the whole process in a real terminal (plotext ~10 ms, the bars ~6 ms,
+composing and writing ~6 kB). Every second, the TUI took 8.3 % of a core at 50 tok/s against 6.1 %
+every two (bench/README.md, performance guard); a trend over seconds reads the same."""
 
 COLUMNS_BEFORE_LAYOUT = 24
 """Columns a chart is given data for before it has a size (the first redraw, in a test)."""
@@ -86,8 +84,8 @@ class ChartsPane(Horizontal):
     def compose(self) -> ComposeResult:
         with Vertical(id="chart-tps"):
             yield Label("tokens/s", id="tps-title", classes="chart-title")
-            yield StripSparkline([], id="tps-spark", classes="compact")
-            yield LeanPlotextPlot(id="tps-plot", classes="full")
+            yield Sparkline([], id="tps-spark", classes="compact")
+            yield PlotextPlot(id="tps-plot", classes="full")
         with Vertical(id="chart-steps"):
             yield Label("accepted per step", id="steps-title", classes="chart-title")
             yield StepBars(id="step-bars")
