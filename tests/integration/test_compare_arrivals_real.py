@@ -100,7 +100,7 @@ async def test_a_recorded_workload_replays_in_order_and_never_early(
         reached.append((request.prompt, time.monotonic()))
         return real_run(request)
 
-    engine.run = noted_run  # type: ignore[method-assign]
+    engine.run = noted_run  # type: ignore[method-assign]  # a spy on the runs
     runner = CompareRunner(
         engine, document, outputs=[out], trust_code=True, slot_count=slot_counter(engine)
     )

@@ -82,7 +82,7 @@ class Config:
         elif kind == "simple":  # the tiny target as its own draft model
             args += ["-md", str(models.target_plain)]
         elif kind != "mtp":
-            args += ["-md", str(models.drafter(kind, self.acceptance))]  # type: ignore[arg-type]
+            args += ["-md", str(models.drafter(kind, self.acceptance))]  # type: ignore[arg-type]  # a drafter kind
         args += ["--spec-draft-n-max", str(self.n_max)]
         if self.n_min is not None:
             args += ["--spec-draft-n-min", str(self.n_min)]

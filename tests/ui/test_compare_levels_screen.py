@@ -105,6 +105,6 @@ async def test_without_level_one_the_prompt_table_is_the_lowest_levels() -> None
         assert isinstance(screen, CompareScreen)
         await settle(pilot, lambda: screen.finished)
         assert screen.query_one("#compare-levels", DataTable).row_count > 0
-        rows = {r[0]: r for r in _rows(screen.table)}  # type: ignore[arg-type]
+        rows = {r[0]: r for r in _rows(screen.table)}  # type: ignore[arg-type]  # DataTable[Text] (invariant)
         assert rows["none"][2] == "6/6"  # 2 clients × 3 rounds
         assert rows["ngram-mod"][5].startswith("0.83x")

@@ -511,7 +511,7 @@ async def test_a_concurrent_compare_runs_end_to_end_on_scripted_engines(
 ) -> None:
     class Slots(FakeSetup):
         def engine(self, spec: object) -> ScriptedEngine:
-            self.engines.append(OverlappingEngine(spec=spec))  # type: ignore[arg-type]
+            self.engines.append(OverlappingEngine(spec=spec))  # type: ignore[arg-type]  # a SpecConfig
             return self.engines[-1]
 
     setup = Slots()
@@ -548,7 +548,7 @@ async def test_tune_races_the_candidates_under_n_streams(tmp_path: Path) -> None
         return 2
 
     runner = TuneRunner(engine, tune, outputs=[tmp_path / "t.json"], slot_count=two_slots)
-    events = await _run_all(runner)  # type: ignore[arg-type]
+    events = await _run_all(runner)  # type: ignore[arg-type]  # a TuneRunner streams alike
     final = events[-1]
     assert isinstance(final, TuneFinished) and final.document.complete
     compare = final.document.compare

@@ -125,7 +125,7 @@ def _record(config: str, seq: int, **fields: Any) -> RunRecord:
 
 
 def _replayed_counts(candidate: Candidate) -> tuple[int, int, int]:
-    r = replay(replica(candidate.type, candidate.settings), PROMPT, ANSWER, len(ANSWER))  # type: ignore[arg-type]
+    r = replay(replica(candidate.type, candidate.settings), PROMPT, ANSWER, len(ANSWER))  # type: ignore[arg-type]  # has a replica
     return r.drafted, r.accepted, r.steps
 
 

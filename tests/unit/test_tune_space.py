@@ -103,7 +103,7 @@ def test_help_narrows_the_table_but_never_widens_it() -> None:
     ],
 )
 def test_type_problem(name: str, given: dict[str, object], problem: str | None) -> None:
-    assert type_problem(name, **given) == problem  # type: ignore[arg-type]
+    assert type_problem(name, **given) == problem  # type: ignore[arg-type]  # each case's keywords
 
 
 def test_doctor_warns_about_a_draft_model_with_spec_type_none() -> None:

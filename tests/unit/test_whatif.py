@@ -82,7 +82,7 @@ def _session(
     rate = (index - 1) / (t - 0.1) if t > 0.1 else None
     metrics = RunMetrics(tokens=index, tokens_per_second=rate)
     events.append(SummaryEvent(t=t, metrics=metrics))
-    return Session(Path("run.jsonl"), header, events)  # type: ignore[arg-type]
+    return Session(Path("run.jsonl"), header, events)  # type: ignore[arg-type]  # EngineEvents
 
 
 STEPS = [(4, 4), (4, 2), (4, 0), (3, 3), (4, 1), (4, 4), (2, 2), (4, 3)] * 3
