@@ -206,3 +206,10 @@ def test_sigterm_mid_stream_stops_the_server(gemma_model: Path) -> None:
     _, alive = psutil.wait_procs(servers, timeout=5)
     assert not alive
     assert "Traceback" not in (proc.stderr.read() if proc.stderr else "")
+
+
+def test_proxy_slots_is_a_tui_view_not_a_jsonl_one() -> None:
+    result = spectui("proxy", "--url", "http://127.0.0.1:9", "--format", "jsonl", "--slots")
+    line = one_clear_line(result)
+    assert line == "spectui: --slots is a view of the Traffic TUI: not with --format jsonl"
+    assert result.returncode == 2

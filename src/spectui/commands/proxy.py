@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from spectui.commands.launch_options import add_launch_options
 from spectui.commands.options import CommandOptions
 from spectui.commands.output import EXIT_PIPE_CLOSED, OutputClosed, ThrottledOutput
+from spectui.core.errors import SpectuiError
 from spectui.core.proxy.models import METRICS_PATH
 
 # The proxy's parts (starlette, uvicorn, prometheus-client) load only when the command runs:
@@ -81,6 +82,11 @@ def add_proxy_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="the Traffic TUI (default) or one JSON line per finished request",
     )
     group.add_argument(
+        "--slots",
+        action="store_true",
+        help="open the Traffic TUI on its slots view: a lane per concurrent request (s toggles)",
+    )
+    group.add_argument(
         "--record",
         type=Path,
         metavar="DIR",
@@ -121,6 +127,13 @@ def add_proxy_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     group.add_argument("--theme", help="TUI theme")
 
 
+class ProxyUsageError(SpectuiError):
+    """Flags that do not make sense together."""
+
+    title = "Bad proxy options"
+    exit_code = 2
+
+
 class ProxyCommandOptions(CommandOptions):
     """`spectui proxy`'s own options (the server flags and --upstream-api-key are settings)."""
 
@@ -128,6 +141,8 @@ class ProxyCommandOptions(CommandOptions):
     """--listen: HOST:PORT where clients connect."""
     format: Literal["tui", "jsonl"] = "tui"
     """--format: the Traffic TUI, or one JSON line per finished request."""
+    slots: bool = False
+    """--slots: the Traffic TUI opens on its slots view."""
     record: Path | None = None
     """--record: write each request as a session file into this folder (and its workload)."""
     client_key: str | None = None
@@ -315,6 +330,8 @@ def run_proxy(settings: Settings, args: argparse.Namespace) -> int:
     """Run `spectui proxy`; returns the exit status."""
     options = ProxyCommandOptions.from_namespace(args)
     if options.format == "jsonl":
+        if options.slots:
+            raise ProxyUsageError("--slots is a view of the Traffic TUI: not with --format jsonl")
         return asyncio.run(_headless(settings, options))
     from spectui.app_setup import build_engine, proxy_session
     from spectui.ui.apps.proxy import run_traffic_tui
@@ -326,7 +343,9 @@ def run_proxy(settings: Settings, args: argparse.Namespace) -> int:
         settings, proxy_options(options, keep_events=True), engine, sock
     )
     try:
-        return asyncio.run(run_traffic_tui(session, settings, warnings=warnings))
+        return asyncio.run(
+            run_traffic_tui(session, settings, warnings=warnings, slots=options.slots)
+        )
     finally:
         sock.close()
         for problem in session.problems():  # said once the screen is gone, as headless does

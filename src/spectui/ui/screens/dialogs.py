@@ -69,7 +69,7 @@ HELP_TEXT = """\
   t  switch spec type                R  restart / retry the server
   l  show or hide the server log     p  choose a prompt
   ?  this help                       q  quit (stops a server spectui started)
-  ctrl+p  command palette (also: change theme)
+  s  every slot of the server       ctrl+p  command palette (also: change theme)
 
 [b]The answer[/b]
   Each token is drawn by who produced it: [u]underlined[/u] tokens were drafted cheaply and
