@@ -108,3 +108,28 @@ async def test_without_level_one_the_prompt_table_is_the_lowest_levels() -> None
         rows = {r[0]: r for r in _rows(screen.table)}  # type: ignore[arg-type]  # DataTable[Text] (invariant)
         assert rows["none"][2] == "6/6"  # 2 clients × 3 rounds
         assert rows["ngram-mod"][5].startswith("0.83x")
+
+
+async def test_s_shows_a_concurrency_comparisons_clients_a_lane_each() -> None:
+    from spectui.ui.screens.slots import SlotsScreen
+
+    app = CompareApp(FakeEngine(), Settings(), Finished(_finished((1, 2, 4))))
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        await settle(pilot, lambda: screen.finished)
+        assert screen.lanes is not None and len(screen.lanes.lanes) == 4
+        await pilot.press("s")
+        await settle(pilot, lambda: isinstance(app.screen, SlotsScreen))
+        await pilot.press("s")
+        await settle(pilot, lambda: app.screen is screen)
+
+    single = CompareApp(FakeEngine(), Settings(), Finished(_finished((1,))))
+    async with single.run_test(size=(120, 36)) as pilot:
+        screen = single.screen
+        assert isinstance(screen, CompareScreen)
+        await settle(pilot, lambda: screen.finished)
+        assert screen.lanes is None
+        await pilot.press("s")
+        await pilot.pause()
+        assert single.screen is screen  # one stream at a time: a note, no lanes

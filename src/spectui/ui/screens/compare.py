@@ -40,6 +40,8 @@ from spectui.core.compare.store import CompareDocument
 from spectui.core.compare.textdiff import Divergence
 from spectui.core.compare.verdict import SummaryRow
 from spectui.core.errors import SpectuiError
+from spectui.ui.lanes import CompareLanes
+from spectui.ui.screens.slots import SlotsScreen
 
 VERDICT_STYLES = {"keep": ("bold", "success"), "drop": ("bold", "error"), "failed": ("", "error")}
 """Verdict cell styles: (attributes, theme variable for the colour)."""
@@ -248,6 +250,7 @@ class CompareScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Responses"),
+        Binding("s", "slots", "Slots", show=False),
         Binding("q", "app.quit", "Quit"),
     ]
 
@@ -272,6 +275,9 @@ class CompareScreen(Screen[None]):
         """Every planned run is recorded."""
         self.failure: str | None = None
         """Why the comparison stopped, if it failed."""
+        levels = self.document.plan.concurrency
+        self.lanes = CompareLanes(max(levels)) if levels != (1,) else None
+        """A `--concurrency` comparison's clients, a lane each, for the slots view (`s`)."""
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -320,6 +326,8 @@ class CompareScreen(Screen[None]):
     def on_compare_progressed(self, message: CompareProgressed) -> None:
         self.document = message.document
         event = message.event
+        if self.lanes is not None:
+            self.lanes.take(event)
         label = self.document.plan.label
         line = progress_line(event, self.document.plan)
         if line is not None:
@@ -333,6 +341,13 @@ class CompareScreen(Screen[None]):
         self._redraw()
         if isinstance(self.app.screen, ResponsesScreen):
             self.app.screen.show(self.document)
+
+    def action_slots(self) -> None:
+        """The slots view of a `--concurrency` comparison: its clients, a lane each."""
+        if self.lanes is None:
+            self.notify("one stream at a time: lanes come with compare --concurrency")
+            return
+        self.app.push_screen(SlotsScreen(self.lanes, len(self.lanes.lanes)))
 
     def _verdict_styles(self) -> dict[str, str]:
         """Rich styles for verdict cells, in the current theme's colours."""
