@@ -126,10 +126,10 @@ async def test_s_shows_a_concurrency_comparisons_clients_a_lane_each() -> None:
 
     single = CompareApp(FakeEngine(), Settings(), Finished(_finished((1,))))
     async with single.run_test(size=(120, 36)) as pilot:
-        screen = single.screen
-        assert isinstance(screen, CompareScreen)
-        await settle(pilot, lambda: screen.finished)
-        assert screen.lanes is None
+        alone = single.screen
+        assert isinstance(alone, CompareScreen)
+        await settle(pilot, lambda: alone.finished)
+        assert alone.lanes is None
         await pilot.press("s")
         await pilot.pause()
-        assert single.screen is screen  # one stream at a time: a note, no lanes
+        assert single.screen is alone  # one stream at a time: a note, no lanes
