@@ -21,10 +21,31 @@ import numpy as np
 from spectui.testing.gguf_out import F32
 
 WORDS = (
-    "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta",
-    "iota", "kappa", "lambda", "mu", "nu", "xi", "omicron", "pi",
-    "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega",
-)  # fmt: skip
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+    "omicron",
+    "pi",
+    "rho",
+    "sigma",
+    "tau",
+    "upsilon",
+    "phi",
+    "chi",
+    "psi",
+    "omega",
+)  # fmt: skip  (eight words a line: the cycle reads as a table)
 """The cycle the target speaks: after word k comes word k+1 (mod 24)."""
 
 N_WORDS = len(WORDS)

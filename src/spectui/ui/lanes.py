@@ -378,6 +378,8 @@ class WatchLanes:
             f"{busy} of {len(slots)} slots busy{shown} · "
             f"{fmt.rate(view.generation_tokens_per_second)} total · acceptance "
             f"{fmt.pct(acceptance)} (server-wide, as requests end)\n"
-            + (view.slots_note or "the server's own slots: numbers only; tokens pass through "
-               "`spectui proxy`")
-        )  # fmt: skip
+            + (
+                view.slots_note
+                or "the server's own slots: numbers only; tokens pass through `spectui proxy`"
+            )
+        )

@@ -54,8 +54,10 @@ def level_table(document: CompareDocument) -> tuple[list[str], list[list[str]]]:
         for index, metric in enumerate(LEVEL_METRICS):
             if config.is_baseline and metric == "speedup":
                 continue
-            values = [cells[(config.name, lv)][index] if (config.name, lv) in cells else "–"
-                      for lv in levels]  # fmt: skip
+            values = [
+                cells[(config.name, lv)][index] if (config.name, lv) in cells else "–"
+                for lv in levels
+            ]
             rows.append([config.label if index == 0 else "", metric, *values])
     return headers, rows
 
