@@ -45,7 +45,7 @@ WORDS = (
     "chi",
     "psi",
     "omega",
-)  # fmt: skip  (eight words a line: the cycle reads as a table)
+)
 """The cycle the target speaks: after word k comes word k+1 (mod 24)."""
 
 N_WORDS = len(WORDS)
