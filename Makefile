@@ -50,7 +50,7 @@ STOCK_TESTS := tests/ui tests/unit/test_overrides.py tests/unit/test_transport.p
 	tests/integration/test_tui_real.py::test_run_colours_switch_and_quit \
 	tests/integration/test_stream_real.py::test_jsonl_records \
 	tests/integration/test_proxy_real.py::test_openai_sdk_streams_through_the_proxy \
-	tests/integration/test_proxy_real.py::test_traffic_tui_over_a_real_server
+	tests/integration/test_proxy_real.py::test_proxy_tui_over_a_real_server
 
 test: setup
 	$(PY) -m pytest

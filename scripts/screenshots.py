@@ -9,7 +9,7 @@ repository — nothing is run against a server, so the same checkout draws the s
 - ``tui-midrun.svg``: the same session stopped part-way, token by token with the replay clock;
 - ``compare.svg``: the Compare screen over `docs/recordings/compare.json` (a finished compare);
 - ``tune.svg``: the Tune screen's leaderboard over `docs/recordings/tune.json`;
-- ``traffic.svg``: the Traffic screen fed the real llama-server captures in `tests/fixtures`
+- ``proxy.svg``: the proxy screen fed the real llama-server captures in `tests/fixtures`
   through the proxy's own hub (two finished requests and one still streaming).
 - ``spec-draft-mtp.svg``, ``spec-chain.svg``: the live TUI after a recorded run of the tiny
   constructed model (`spectui.testing`): draft-mtp, and the chain ngram-simple,draft-mtp.
@@ -65,7 +65,7 @@ from spectui.core.compare.runner import CompareEvent, CompareFinished  # noqa: E
 from spectui.core.compare.store import CompareDocument, load_document  # noqa: E402
 from spectui.core.events import MemoryEvent, TokenEvent  # noqa: E402
 from spectui.core.proxy.chunks import PreparedBody  # noqa: E402
-from spectui.core.proxy.hub import TrafficHub  # noqa: E402
+from spectui.core.proxy.hub import ProxyHub  # noqa: E402
 from spectui.core.proxy.models import EndpointKind, RequestStatus  # noqa: E402
 from spectui.core.sessions.file import Session, read_session  # noqa: E402
 from spectui.core.sessions.replay import ReplayClock, ReplayEngine  # noqa: E402
@@ -73,10 +73,10 @@ from spectui.core.tune.models import TuneDocument  # noqa: E402
 from spectui.core.tune.runner import TuneEvent, TuneFinished  # noqa: E402
 from spectui.ui.apps.base import headless_svg  # noqa: E402
 from spectui.ui.apps.compare import CompareApp  # noqa: E402
-from spectui.ui.apps.proxy import TrafficApp  # noqa: E402
+from spectui.ui.apps.proxy import ProxyApp  # noqa: E402
 from spectui.ui.apps.replay import ReplayApp  # noqa: E402
 from spectui.ui.apps.tune import TuneApp  # noqa: E402
-from spectui.ui.screens.proxy import TrafficScreen  # noqa: E402
+from spectui.ui.screens.proxy import ProxyScreen  # noqa: E402
 
 SESSION = RECORDINGS / "table-row-ngram-simple.jsonl"
 
@@ -266,7 +266,7 @@ class _Clocks:
 
 
 TRAFFIC_SIZE = (120, 18)
-"""The Traffic screen's picture: a few requests need no full screen."""
+"""The proxy screen's picture: a few requests need no full screen."""
 _TRAFFIC = [
     ("/completion", EndpointKind.NATIVE, "completion-ngram-simple-2.sse", "10.0.0.7", None, 0.02),
     (
@@ -291,11 +291,11 @@ _TRAFFIC = [
 seconds between lines on the request's clock)."""
 
 
-async def traffic(settings: Settings) -> str:
-    """The Traffic screen: real captures fed through the proxy's hub as clients would."""
+async def proxy(settings: Settings) -> str:
+    """The proxy screen: real captures fed through the proxy's hub as clients would."""
     clocks = _Clocks()
-    hub = TrafficHub(keep_events=True, clock=clocks.clock, wall=clocks.wall)
-    app = TrafficApp(None, settings, hub=hub)
+    hub = ProxyHub(keep_events=True, clock=clocks.clock, wall=clocks.wall)
+    app = ProxyApp(None, settings, hub=hub)
     fed = False
 
     async def ready(pilot: Pilot[object]) -> bool:
@@ -313,8 +313,8 @@ async def traffic(settings: Settings) -> str:
             if upto is None:
                 clocks.t += 3.0
                 hub.finish(live, status=RequestStatus.DONE, http_status=200)
-        app.screen_traffic.post_message(
-            TrafficScreen.StatusChanged("proxy http://127.0.0.1:8081 → http://127.0.0.1:8080")
+        app.screen_proxy.post_message(
+            ProxyScreen.StatusChanged("proxy http://127.0.0.1:8081 → http://127.0.0.1:8080")
         )
         fed = True
         return False
@@ -327,7 +327,7 @@ PICTURES: dict[str, Callable[[Settings], Coroutine[Any, Any, str]]] = {
     "tui-midrun": tui_midrun,
     "compare": compare,
     "tune": tune,
-    "traffic": traffic,
+    "proxy": proxy,
     "spec-draft-mtp": spec_mtp,
     "spec-chain": spec_chain,
 }

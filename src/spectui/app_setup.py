@@ -157,15 +157,15 @@ def proxy_session(
     settings: Settings, options: ProxyOptions, engine: LiveEngine, sock: socket.socket
 ) -> ProxySession:
     """The proxy run in front of ``engine`` on ``sock``: its hub, its recorder when `--record`
-    asks, the keys and limits; the headless command and the Traffic TUI both run this."""
-    from spectui.core.proxy.app import TrafficProxy
-    from spectui.core.proxy.hub import TrafficHub
+    asks, the keys and limits; the headless command and the proxy TUI both run this."""
+    from spectui.core.proxy.app import Proxy
+    from spectui.core.proxy.hub import ProxyHub
     from spectui.core.proxy.record import WorkloadRecorder
     from spectui.core.proxy.session import ProxySession
 
-    hub = TrafficHub(keep_events=options.keep_events or options.record is not None)
+    hub = ProxyHub(keep_events=options.keep_events or options.record is not None)
 
-    def make_proxy(upstream: str) -> TrafficProxy:
+    def make_proxy(upstream: str) -> Proxy:
         if options.record is not None:  # (after the start: the server's info is known then)
             key = options.client_key
             secrets = [*secrets_of(settings), *([key.get_secret_value()] if key else [])]
@@ -173,7 +173,7 @@ def proxy_session(
                 options.record, engine.info, flags=launch_flags(settings), secrets=secrets
             )
             hub.listeners.append(session.recorder)
-        return TrafficProxy(
+        return Proxy(
             upstream,
             hub=hub,
             upstream_key=settings.api_key,

@@ -10,9 +10,9 @@ import httpx
 from pydantic import SecretStr
 
 from spectui.core.llama.protocol import ServerMetrics
-from spectui.core.proxy.app import TrafficProxy
-from spectui.core.proxy.hub import TrafficHub
-from spectui.core.proxy.models import TrafficRecord
+from spectui.core.proxy.app import Proxy
+from spectui.core.proxy.hub import ProxyHub
+from spectui.core.proxy.models import ProxyRecord
 from spectui.core.proxy.serve import ProxyServer, bind
 
 
@@ -20,17 +20,17 @@ class Collected:
     """A listener keeping every finished record."""
 
     def __init__(self) -> None:
-        self.records: list[TrafficRecord] = []
+        self.records: list[ProxyRecord] = []
         self.finished = asyncio.Event()
 
     def request_started(self, live: object) -> None:
         pass
 
-    def request_finished(self, live: object, record: TrafficRecord) -> None:
+    def request_finished(self, live: object, record: ProxyRecord) -> None:
         self.records.append(record)
         self.finished.set()
 
-    async def wait_for(self, count: int, within: float = 30) -> list[TrafficRecord]:
+    async def wait_for(self, count: int, within: float = 30) -> list[ProxyRecord]:
         async with asyncio.timeout(within):
             while len(self.records) < count:
                 self.finished.clear()
@@ -45,12 +45,12 @@ async def running_proxy(
     client_key: str | None = None,
     upstream_key: str | None = None,
     keep_events: bool = False,
-) -> AsyncIterator[tuple[str, TrafficProxy, Collected]]:
+) -> AsyncIterator[tuple[str, Proxy, Collected]]:
     """The proxy on a free loopback port: yields (its URL, the proxy, the records)."""
-    hub = TrafficHub(keep_events=keep_events)
+    hub = ProxyHub(keep_events=keep_events)
     collected = Collected()
     hub.listeners.append(collected)
-    proxy = TrafficProxy(
+    proxy = Proxy(
         upstream,
         hub=hub,
         client_key=SecretStr(client_key) if client_key else None,

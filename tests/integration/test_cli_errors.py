@@ -211,5 +211,5 @@ def test_sigterm_mid_stream_stops_the_server(gemma_model: Path) -> None:
 def test_proxy_slots_is_a_tui_view_not_a_jsonl_one() -> None:
     result = spectui("proxy", "--url", "http://127.0.0.1:9", "--format", "jsonl", "--slots")
     line = one_clear_line(result)
-    assert line == "spectui: --slots is a view of the Traffic TUI: not with --format jsonl"
+    assert line == "spectui: --slots is a view of the proxy TUI: not with --format jsonl"
     assert result.returncode == 2

@@ -261,35 +261,35 @@ async def test_proxy_metrics_endpoint(upstream: str, proxy) -> None:
     assert "spectui_proxy_ttft_seconds_bucket" in text
 
 
-async def test_traffic_tui_over_a_real_server(upstream: str) -> None:
-    """The Traffic TUI attached to the server: a request through it shows up, quitting leaves
+async def test_proxy_tui_over_a_real_server(upstream: str) -> None:
+    """The proxy TUI attached to the server: a request through it shows up, quitting leaves
     nothing listening."""
     from spectui.app_setup import proxy_session
     from spectui.config import Settings
     from spectui.core.engine.live import LiveEngine
     from spectui.core.proxy.models import ProxyOptions
     from spectui.core.proxy.serve import bind
-    from spectui.ui.apps.proxy import TrafficApp
+    from spectui.ui.apps.proxy import ProxyApp
 
     engine = LiveEngine.attached(upstream)
     sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
     settings = Settings(url=upstream)
     session = proxy_session(settings, ProxyOptions(keep_events=True), engine, sock)
-    app = TrafficApp(session, settings)
+    app = ProxyApp(session, settings)
     async with app.run_test(size=(80, 24)) as pilot:
         async with httpx.AsyncClient(timeout=120) as http:
             for _ in range(200):
                 await pilot.pause(0.05)
                 if app.hub.listeners and "proxy http" in str(
-                    app.screen_traffic.query_one("#traffic-status").render()
+                    app.screen_proxy.query_one("#proxy-status").render()
                 ):
                     break
             body = {"prompt": PROMPT, "n_predict": 32, "stream": True, "temperature": 0}
             response = await http.post(f"http://127.0.0.1:{port}/completion", json=body)
             assert response.status_code == 200
         await pilot.pause(0.6)
-        table = app.screen_traffic.table
+        table = app.screen_proxy.table
         assert table.row_count == 1 and table.get_row_at(0)[9] == "done"
         await pilot.press("q")
     async with httpx.AsyncClient() as http:

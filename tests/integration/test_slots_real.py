@@ -46,7 +46,7 @@ async def test_four_streams_four_lanes_each_its_own_timings(upstream: str) -> No
     from spectui.core.engine.live import LiveEngine
     from spectui.core.proxy.models import ProxyOptions
     from spectui.core.proxy.serve import bind
-    from spectui.ui.apps.proxy import TrafficApp
+    from spectui.ui.apps.proxy import ProxyApp
     from spectui.ui.lanes import WatchLanes
     from spectui.ui.screens.slots import SlotsScreen
 
@@ -59,9 +59,9 @@ async def test_four_streams_four_lanes_each_its_own_timings(upstream: str) -> No
     port = sock.getsockname()[1]
     settings = Settings(url=upstream)
     session = proxy_session(settings, ProxyOptions(keep_events=True), engine, sock)
-    app = TrafficApp(session, settings)
+    app = ProxyApp(session, settings)
     async with app.run_test(size=(120, 36)) as pilot:
-        status = app.screen_traffic.query_one("#traffic-status")
+        status = app.screen_proxy.query_one("#proxy-status")
         for _ in range(400):  # until the proxy listens (its status line says so)
             if "proxy http" in str(status.render()):
                 break
@@ -102,7 +102,7 @@ async def test_four_streams_four_lanes_each_its_own_timings(upstream: str) -> No
 
         lanes = screen.lanes
         assert len(lanes) == SLOTS
-        lanes_source = app.screen_traffic.lanes
+        lanes_source = app.screen_proxy.lanes
         assert lanes_source is not None
         feeds = list(lanes_source.feeds())
         assert all(feed is not None for feed in feeds)

@@ -23,7 +23,7 @@ from spectui.config import Settings, live_dir, state_dir
 from spectui.core.engine.base import ServerInfo
 from spectui.core.events import TokenEvent, TokenOrigin
 from spectui.core.proxy.chunks import PreparedBody
-from spectui.core.proxy.hub import TrafficHub
+from spectui.core.proxy.hub import ProxyHub
 from spectui.core.proxy.models import EndpointKind, RequestStatus
 from spectui.core.proxy.record import WORKLOAD, WorkloadRecorder
 from spectui.core.sessions.file import read_session
@@ -225,11 +225,11 @@ async def test_a_file_that_stops_growing_shows_waiting_then_presenter_stopped(
 
 
 async def test_a_proxy_record_folder_is_followed_request_by_request(tmp_path: Path) -> None:
-    # `proxy --record DIR`'s own recorder (fed real captures through the traffic hub, as the
+    # `proxy --record DIR`'s own recorder (fed real captures through the proxy hub, as the
     # proxy feeds it): a session file per request beside workload.jsonl, a prompt file with no
     # header. The follower takes each request's session and says nothing of the other file.
     folder = tmp_path / "record"
-    hub = TrafficHub(keep_events=True)
+    hub = ProxyHub(keep_events=True)
     recorder = WorkloadRecorder(folder, ServerInfo(mode="attached", url="http://127.0.0.1:8080"))
     hub.listeners.append(recorder)
     app = app_for(folder)
@@ -253,7 +253,7 @@ async def test_a_proxy_record_folder_is_followed_request_by_request(tmp_path: Pa
         assert screen.notes == []
 
 
-def proxied(hub: TrafficHub, capture: str) -> None:
+def proxied(hub: ProxyHub, capture: str) -> None:
     """One streamed /completion request through the proxy's hub, from a real capture."""
     body = PreparedBody(
         upstream=b"", streamed=True, strip=True, prompt="def add(a, b):",

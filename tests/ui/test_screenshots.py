@@ -21,7 +21,7 @@ def test_every_picture_is_drawn(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     drawn = sorted(p.name for p in tmp_path.glob("*.svg"))
     committed = {p.name for p in (ROOT / "docs" / "images").glob("*.svg")}
-    assert {"tui.svg", "tui-midrun.svg", "compare.svg", "tune.svg", "traffic.svg"} <= set(drawn)
+    assert {"tui.svg", "tui-midrun.svg", "compare.svg", "tune.svg", "proxy.svg"} <= set(drawn)
     assert set(drawn) <= committed, "a picture the script draws is not committed"
     for name in drawn:
         assert (tmp_path / name).read_text(encoding="utf-8").startswith("<svg"), name

@@ -1,4 +1,4 @@
-"""The slots view (`s` on the Traffic screen): a lane per concurrent request, each lane's numbers
+"""The slots view (`s` on the proxy screen): a lane per concurrent request, each lane's numbers
 those of its own request, lanes tiled at 120×36 and stacked at 80×24; the lanes' assignment as
 a property (every request in flight is in one lane or waiting, first come first served); SVG
 snapshots at both sizes with 4 lanes. Lanes are pulled by hand (`SlotsScreen.pull`), so nothing
@@ -19,7 +19,7 @@ from spectui.core.compare.models import CompareJob, RunRecord
 from spectui.core.compare.progress import RunFinished, RunStarting
 from spectui.core.engine.base import ServerInfo
 from spectui.core.events import SummaryEvent, TokenEvent
-from spectui.core.proxy.hub import LiveRequest, TrafficHub
+from spectui.core.proxy.hub import LiveRequest, ProxyHub
 from spectui.core.proxy.models import RequestStatus
 from spectui.core.proxy.record import WorkloadRecorder
 from spectui.core.proxy.watch import ServerView, ServerWatcher, SlotView, SpecCounters
@@ -27,14 +27,14 @@ from spectui.core.sessions.file import read_session
 from spectui.core.sessions.tail import FollowOptions
 from spectui.ui.apps.follow import FollowApp, follow_engine
 from spectui.ui.apps.live import SpectuiApp
-from spectui.ui.apps.proxy import TrafficApp
+from spectui.ui.apps.proxy import ProxyApp
 from spectui.ui.lanes import CompareLanes, FollowLanes, HubLanes, WatchLanes
-from spectui.ui.screens.proxy import TrafficScreen
+from spectui.ui.screens.proxy import ProxyScreen
 from spectui.ui.screens.slots import SlotsScreen
 from spectui.ui.widgets.slots import SlotsGrid
 
 from .fake_engine import FakeEngine
-from .traffic_helpers import START, FakeClocks, begin, feed, finish, make_hub
+from .proxy_screen_helpers import START, FakeClocks, begin, feed, finish, make_hub
 
 SnapCompare = Callable[..., bool]
 
@@ -47,7 +47,7 @@ REQUESTS = (
 """Four concurrent requests: the first and last end, the middle two still stream."""
 
 
-def four_requests(hub: TrafficHub, clocks: FakeClocks) -> list[LiveRequest]:
+def four_requests(hub: ProxyHub, clocks: FakeClocks) -> list[LiveRequest]:
     lives = [begin(hub, path) for path, _capture, _upto in REQUESTS]
     for live, (_path, capture, upto) in zip(lives, REQUESTS, strict=True):
         feed(live, capture, upto=upto)
@@ -65,7 +65,7 @@ async def open_slots(pilot: Pilot[None]) -> SlotsScreen:
 
 async def test_s_shows_a_lane_per_request_with_its_own_numbers_and_toggles_back() -> None:
     hub, clocks = make_hub()
-    app = TrafficApp(None, Settings(), hub=hub)
+    app = ProxyApp(None, Settings(), hub=hub)
     async with app.run_test(size=(120, 36)) as pilot:
         lives = [begin(hub, path) for path, _c, _u in REQUESTS]  # in flight when s is pressed
         screen = await open_slots(pilot)
@@ -103,7 +103,7 @@ async def test_s_shows_a_lane_per_request_with_its_own_numbers_and_toggles_back(
         assert "one per concurrent request" in aggregate and "slot ?" in aggregate
         assert screen.grid.has_class("-tiled")
         await pilot.press("s")
-        assert isinstance(app.screen, TrafficScreen)
+        assert isinstance(app.screen, ProxyScreen)
         await pilot.press("s")  # again: the same lanes, drawn anew
         again = app.screen
         assert isinstance(again, SlotsScreen)
@@ -114,7 +114,7 @@ async def test_s_shows_a_lane_per_request_with_its_own_numbers_and_toggles_back(
 
 async def test_the_proxy_tui_can_open_on_the_slots_view() -> None:
     hub, _clocks = make_hub()
-    app = TrafficApp(None, Settings(), hub=hub, slots=True)
+    app = ProxyApp(None, Settings(), hub=hub, slots=True)
     async with app.run_test(size=(80, 24)) as pilot:
         for _ in range(200):  # until the first screen is up (a hang guard only)
             if isinstance(app.screen, SlotsScreen):
@@ -122,12 +122,12 @@ async def test_the_proxy_tui_can_open_on_the_slots_view() -> None:
             await pilot.pause(0.01)
         assert isinstance(app.screen, SlotsScreen)
         await pilot.press("s")
-        assert isinstance(app.screen, TrafficScreen)
+        assert isinstance(app.screen, ProxyScreen)
 
 
 async def test_lanes_stack_at_80x24() -> None:
     hub, clocks = make_hub()
-    app = TrafficApp(None, Settings(), hub=hub)
+    app = ProxyApp(None, Settings(), hub=hub)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_slots(pilot)
         four_requests(hub, clocks)
@@ -146,7 +146,7 @@ async def test_lanes_stack_at_80x24() -> None:
 
 async def test_more_requests_than_lanes_wait_for_one() -> None:
     hub, clocks = make_hub()
-    app = TrafficApp(None, Settings(), hub=hub)
+    app = ProxyApp(None, Settings(), hub=hub)
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await open_slots(pilot)
         lives = [begin(hub) for _ in range(5)]
@@ -221,7 +221,7 @@ async def test_a_concurrency_comparison_fills_a_lane_per_client() -> None:
         )  # fmt: skip
 
     hub, _clocks = make_hub()
-    app = TrafficApp(None, Settings(), hub=hub)
+    app = ProxyApp(None, Settings(), hub=hub)
     async with app.run_test(size=(120, 36)) as pilot:
         screen = SlotsScreen(source, 4)
         await app.push_screen(screen)
@@ -317,7 +317,7 @@ def test_lane_assignment(ops: list[tuple[bool, int]], lanes: int) -> None:
 
 async def _four_lanes(pilot: Pilot[None]) -> None:
     app = pilot.app
-    assert isinstance(app, TrafficApp)
+    assert isinstance(app, ProxyApp)
     clocks = app.hub.clock.__self__  # type: ignore[attr-defined]  # the test clock's bound method
     screen = await open_slots(pilot)
     four_requests(app.hub, clocks)
@@ -327,11 +327,11 @@ async def _four_lanes(pilot: Pilot[None]) -> None:
 
 def test_slots_snapshot_120x36(snap_compare: SnapCompare) -> None:
     hub, _clocks = make_hub()
-    app = TrafficApp(None, Settings(), hub=hub)
+    app = ProxyApp(None, Settings(), hub=hub)
     assert snap_compare(app, terminal_size=(120, 36), run_before=_four_lanes)
 
 
 def test_slots_snapshot_80x24(snap_compare: SnapCompare) -> None:
     hub, _clocks = make_hub()
-    app = TrafficApp(None, Settings(), hub=hub)
+    app = ProxyApp(None, Settings(), hub=hub)
     assert snap_compare(app, terminal_size=(80, 24), run_before=_four_lanes)

@@ -23,7 +23,7 @@ from spectui.core.events import (
 from spectui.core.llama.protocol import ServerMetrics
 from spectui.core.proxy.aggregate import aggregate
 from spectui.core.proxy.chunks import StreamAttribution
-from spectui.core.proxy.models import RequestInfo, RequestStatus, TrafficRecord
+from spectui.core.proxy.models import ProxyRecord, RequestInfo, RequestStatus
 from spectui.core.proxy.prom import ProxyMetrics
 from spectui.core.request import GenerationRequest
 from spectui.core.sessions.file import Session, SessionHeader
@@ -399,7 +399,7 @@ def test_proxy_totals_leave_unsplit_steps_out_of_the_position_rates() -> None:
         tokens=12, drafted=10, accepted=4, steps=4, accepted_per_position=[1, 1],
         steps_unsplit=2, accepted_unplaced=2,
     )  # fmt: skip
-    record = TrafficRecord(
+    record = ProxyRecord(
         info=info, status=RequestStatus.DONE, http_status=200, metrics=metrics, tokens=12,
         drafted=10, accepted=4,
     )  # fmt: skip

@@ -150,7 +150,7 @@ class _Pieces:
 async def _relayed(pieces: list[bytes], limit: int = 1 << 20) -> tuple[bytes, str | None]:
     from spectui.core.net.asgi import ClientSide
     from spectui.core.proxy.chunks import prepare_body
-    from spectui.core.proxy.hub import TrafficHub
+    from spectui.core.proxy.hub import ProxyHub
     from spectui.core.proxy.relay import relay
 
     sent: list[bytes] = []
@@ -158,7 +158,7 @@ async def _relayed(pieces: list[bytes], limit: int = 1 << 20) -> tuple[bytes, st
     async def send(message: dict[str, Any]) -> None:
         sent.append(message.get("body", b""))
 
-    hub = TrafficHub()
+    hub = ProxyHub()
     body = prepare_body(EndpointKind.NATIVE, b'{"prompt":"x","stream":true}')
     live = hub.start("/completion", EndpointKind.NATIVE, "c", body)
     _status, error = await relay(_Pieces(pieces), live, ClientSide(send), lambda: 0.0, limit)  # type: ignore[arg-type]  # _Pieces: the stream surface relay reads

@@ -18,15 +18,15 @@ from pydantic import SecretStr
 
 from spectui.core.events import TokenEvent
 from spectui.core.llama.protocol import ServerMetrics
-from spectui.core.proxy.app import TrafficProxy
+from spectui.core.proxy.app import Proxy
 from spectui.core.proxy.chunks import (
     SETTLE_LINES,
     StreamAttribution,
     prepare_body,
     strip_timings,
 )
-from spectui.core.proxy.hub import TrafficHub
-from spectui.core.proxy.models import EndpointKind, RequestStatus, TrafficRecord
+from spectui.core.proxy.hub import ProxyHub
+from spectui.core.proxy.models import EndpointKind, ProxyRecord, RequestStatus
 from spectui.core.stream.dialects import response_totals
 
 from .socket_server import CHUNKED_HEAD, chunk, request_head, serve
@@ -77,12 +77,12 @@ def sse(name: str) -> Callable[[httpx.Request], httpx.Response]:
 
 class Records:
     def __init__(self) -> None:
-        self.records: list[TrafficRecord] = []
+        self.records: list[ProxyRecord] = []
 
     def request_started(self, live: object) -> None:
         pass
 
-    def request_finished(self, live: object, record: TrafficRecord) -> None:
+    def request_finished(self, live: object, record: ProxyRecord) -> None:
         self.records.append(record)
 
 
@@ -127,7 +127,7 @@ async def _answer_over_socket(
 class Proxied:
     client: httpx.AsyncClient
     upstream: Upstream
-    proxy: TrafficProxy
+    proxy: Proxy
     records: Records
 
 
@@ -137,11 +137,11 @@ async def proxied(
 ) -> AsyncIterator[Proxied]:
     """The proxy's ASGI app in-process, in front of ``answer`` served on a loopback socket."""
     upstream = Upstream(answer)
-    hub = TrafficHub(keep_events=True)
+    hub = ProxyHub(keep_events=True)
     records = Records()
     hub.listeners.append(records)
     async for url in serve(functools.partial(_answer_over_socket, upstream)):
-        proxy = TrafficProxy(url, hub=hub, **options)
+        proxy = Proxy(url, hub=hub, **options)
         transport = httpx.ASGITransport(app=proxy.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
             yield Proxied(client, upstream, proxy, records)
@@ -415,7 +415,7 @@ def test_odd_lines_cut_as_parsing_would(kind: EndpointKind, line: bytes) -> None
 
 
 def test_counting_waits_for_a_batch_or_a_reader() -> None:
-    hub = TrafficHub(keep_events=True)
+    hub = ProxyHub(keep_events=True)
     body = prepare_body(EndpointKind.NATIVE, b'{"prompt":"x","stream":true}')
     live = hub.start("/completion", EndpointKind.NATIVE, "c", body)
     attribution = live.attribution
@@ -482,14 +482,14 @@ async def test_client_gone_before_the_first_byte_closes_upstream_and_is_recorded
         finally:
             upstream_closed.set()
 
-    hub, records = TrafficHub(), Records()
+    hub, records = ProxyHub(), Records()
     hub.listeners.append(records)
 
     async def send(_message: object) -> None:
         raise OSError("the client went away")  # (before even the response's head)
 
     async for url in serve(stalling):
-        proxy = TrafficProxy(url, hub=hub)
+        proxy = Proxy(url, hub=hub)
         await proxy.app(_SCOPE, _body_then_disconnect(), send)
         async with asyncio.timeout(5):
             await upstream_closed.wait()
@@ -503,14 +503,14 @@ async def test_a_request_still_waiting_for_upstream_when_the_proxy_stops_is_reco
         await request_head(reader)
         await reader.read()  # (never answers)
 
-    hub, records = TrafficHub(), Records()
+    hub, records = ProxyHub(), Records()
     hub.listeners.append(records)
 
     async def send(_message: object) -> None:
         pass
 
     async for url in serve(silent):
-        proxy = TrafficProxy(url, hub=hub)
+        proxy = Proxy(url, hub=hub)
         waiting = asyncio.create_task(proxy.app(_SCOPE, _body_then_wait(), send))
         await asyncio.sleep(0.2)
         waiting.cancel()

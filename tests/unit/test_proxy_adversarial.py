@@ -22,9 +22,9 @@ import pytest
 from pydantic import SecretStr
 
 from spectui.core.llama.transport import AsyncioTransport
-from spectui.core.proxy.app import TrafficProxy
-from spectui.core.proxy.hub import TrafficHub
-from spectui.core.proxy.models import ProxyLimits, RequestStatus, TrafficRecord
+from spectui.core.proxy.app import Proxy
+from spectui.core.proxy.hub import ProxyHub
+from spectui.core.proxy.models import ProxyLimits, ProxyRecord, RequestStatus
 from spectui.core.proxy.serve import ProxyServer, bind
 
 from .socket_server import CHUNKED_HEAD, StandIn, chunk, json_answer, until_read
@@ -38,17 +38,17 @@ class Records:
     """A listener keeping every finished record."""
 
     def __init__(self) -> None:
-        self.records: list[TrafficRecord] = []
+        self.records: list[ProxyRecord] = []
         self._changed = asyncio.Event()
 
     def request_started(self, live: object) -> None:
         pass
 
-    def request_finished(self, live: object, record: TrafficRecord) -> None:
+    def request_finished(self, live: object, record: ProxyRecord) -> None:
         self.records.append(record)
         self._changed.set()
 
-    async def wait_for(self, count: int) -> list[TrafficRecord]:
+    async def wait_for(self, count: int) -> list[ProxyRecord]:
         async with asyncio.timeout(DEADLINE_S):
             while len(self.records) < count:
                 self._changed.clear()
@@ -57,14 +57,12 @@ class Records:
 
 
 @contextlib.asynccontextmanager
-async def serving(
-    upstream: str, **options: Any
-) -> AsyncIterator[tuple[str, TrafficProxy, Records]]:
+async def serving(upstream: str, **options: Any) -> AsyncIterator[tuple[str, Proxy, Records]]:
     """The proxy served by uvicorn on a free loopback port."""
-    hub = TrafficHub(keep_events=True)
+    hub = ProxyHub(keep_events=True)
     records = Records()
     hub.listeners.append(records)
-    proxy = TrafficProxy(upstream, hub=hub, **options)
+    proxy = Proxy(upstream, hub=hub, **options)
     server = ProxyServer(proxy.app, bind("127.0.0.1", 0))
     address = server.address
     task = asyncio.create_task(server.serve())
@@ -331,7 +329,7 @@ def test_the_hub_keeps_text_for_the_newest_requests_within_its_budget() -> None:
     from spectui.core.proxy.chunks import prepare_body
     from spectui.core.proxy.models import EndpointKind
 
-    hub = TrafficHub()
+    hub = ProxyHub()
     hub.text_requests, hub.text_budget = 3, 25_000
     for n in range(6):
         body = prepare_body(EndpointKind.NATIVE, json.dumps({"prompt": "p" * 10_000}).encode())

@@ -1,5 +1,5 @@
 """Where speculation pays, over the proxy's traffic: requests grouped by content class and prompt
-length in the Traffic pane's numbers and in /spectui/metrics, with bounded label sets."""
+length in the proxy pane's numbers and in /spectui/metrics, with bounded label sets."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from datetime import UTC, datetime
 from spectui.core.content import ContentClass, LengthBucket
 from spectui.core.events import RunMetrics
 from spectui.core.proxy.aggregate import by_content, by_prompt_length
-from spectui.core.proxy.models import EndpointKind, RequestInfo, RequestStatus, TrafficRecord
+from spectui.core.proxy.models import EndpointKind, ProxyRecord, RequestInfo, RequestStatus
 from spectui.core.proxy.prom import ProxyMetrics
 from spectui.ui.screens.proxy import aggregate_text
 
 
 def record(
     content: ContentClass, length: LengthBucket, drafted: int, accepted: int, rate: float
-) -> TrafficRecord:
+) -> ProxyRecord:
     info = RequestInfo(
         id=1, started=datetime(2026, 1, 1, tzinfo=UTC), client="c", endpoint="/completion",
         kind=EndpointKind.NATIVE, model="m", streamed=True, per_token=True,
@@ -24,7 +24,7 @@ def record(
     metrics = RunMetrics(
         tokens=11, drafted=drafted, accepted=accepted, steps=5, tokens_per_second=rate
     )
-    return TrafficRecord(
+    return ProxyRecord(
         info=info, status=RequestStatus.DONE, http_status=200, metrics=metrics, tokens=11,
         drafted=drafted, accepted=accepted, content=content, prompt_length=length,
     )  # fmt: skip
@@ -60,7 +60,7 @@ def test_prometheus_counts_per_class_with_bounded_labels() -> None:
     assert labels == {("code", "<128"), ("code", "128-511"), ("prose", "<128")}
 
 
-def test_the_traffic_pane_names_each_class_and_length() -> None:
+def test_the_proxy_pane_names_each_class_and_length() -> None:
     from spectui.core.proxy.aggregate import aggregate
 
     text = aggregate_text(aggregate(RECORDS), aggregate(RECORDS), 0, RECORDS)

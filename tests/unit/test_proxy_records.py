@@ -12,7 +12,7 @@ from spectui.core.compare.prompt_files import load_prompt_file
 from spectui.core.engine.base import ServerInfo
 from spectui.core.events import SummaryEvent
 from spectui.core.proxy.chunks import PreparedBody
-from spectui.core.proxy.hub import RECENT_REQUESTS, TrafficHub, numbers_only
+from spectui.core.proxy.hub import RECENT_REQUESTS, ProxyHub, numbers_only
 from spectui.core.proxy.models import NO_DETAIL, EndpointKind, RequestStatus
 from spectui.core.proxy.record import WORKLOAD, WorkloadRecorder
 from spectui.core.sessions.file import read_session
@@ -22,7 +22,7 @@ NATIVE = EndpointKind.NATIVE
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
-def feed(hub: TrafficHub, capture: str, body: PreparedBody, kind: EndpointKind, path: str):
+def feed(hub: ProxyHub, capture: str, body: PreparedBody, kind: EndpointKind, path: str):
     live = hub.start(path, kind, "127.0.0.1:5000", body)
     assert live.attribution is not None
     for n, line in enumerate((FIXTURES / capture).read_bytes().splitlines(keepends=True)):
@@ -40,7 +40,7 @@ def streamed(
 
 
 def test_request_record_has_the_stream_summary_fields() -> None:
-    hub = TrafficHub()
+    hub = ProxyHub()
     _live, record = feed(
         hub, "completion-ngram-simple-2.sse", streamed("def"), EndpointKind.NATIVE, "/completion"
     )
@@ -55,7 +55,7 @@ def test_request_record_has_the_stream_summary_fields() -> None:
 
 
 def test_request_without_detail_says_so_and_guesses_nothing() -> None:
-    hub = TrafficHub()
+    hub = ProxyHub()
     body = PreparedBody(upstream=b"", streamed=False, strip=False, prompt="x")
     live = hub.start("/completion", EndpointKind.NATIVE, "c", body)
     record = hub.finish(live, status=RequestStatus.DONE, http_status=200)
@@ -66,7 +66,7 @@ def test_request_without_detail_says_so_and_guesses_nothing() -> None:
 
 
 def test_memory_is_bounded_over_10000_requests() -> None:
-    hub = TrafficHub(keep_events=True)
+    hub = ProxyHub(keep_events=True)
     for _ in range(10_000):
         live = hub.start("/completion", EndpointKind.NATIVE, "c", streamed("p"))
         assert live.attribution is not None
@@ -76,7 +76,7 @@ def test_memory_is_bounded_over_10000_requests() -> None:
 
 
 def test_record_writes_sessions_and_a_workload_compare_reads(tmp_path: Path) -> None:
-    hub = TrafficHub(keep_events=True)
+    hub = ProxyHub(keep_events=True)
     info = ServerInfo(mode="attached", url="http://127.0.0.1:8080")
     recorder = WorkloadRecorder(tmp_path / "rec", info, secrets=["sk-secret"])
     hub.listeners.append(recorder)
@@ -117,7 +117,7 @@ def test_workload_keeps_arrival_order_and_times_when_requests_end_out_of_order(
     tmp_path: Path,
 ) -> None:
     arrivals = [10.0, 10.5, 12.25]
-    hub = TrafficHub(clock=lambda: arrivals.pop(0) if arrivals else 20.0)
+    hub = ProxyHub(clock=lambda: arrivals.pop(0) if arrivals else 20.0)
     recorder = WorkloadRecorder(tmp_path / "rec", ServerInfo(mode="attached", url="http://x"))
     hub.listeners.append(recorder)
     first = hub.start("/completion", EndpointKind.NATIVE, "c", streamed("first"))
@@ -138,7 +138,7 @@ def test_workload_keeps_arrival_order_and_times_when_requests_end_out_of_order(
 
 
 def test_request_record_names_its_content_class_and_prompt_length() -> None:
-    hub = TrafficHub()
+    hub = ProxyHub()
     prompt = "def add(a, b):\n    return a + b\n"
     path = "/completion"
     _live, record = feed(hub, "completion-ngram-simple-2.sse", streamed(prompt), NATIVE, path)

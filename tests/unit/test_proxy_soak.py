@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from spectui.core.proxy.models import RequestStatus, TrafficRecord
+from spectui.core.proxy.models import ProxyRecord, RequestStatus
 
 from .socket_server import CHUNKED_HEAD, StandIn, chunk, json_answer
 from .test_proxy_adversarial import serving
@@ -60,7 +60,7 @@ class Counted:
     def request_started(self, live: object) -> None:
         pass
 
-    def request_finished(self, live: object, record: TrafficRecord) -> None:
+    def request_finished(self, live: object, record: ProxyRecord) -> None:
         self.statuses[record.status] += 1
         self.count += 1
         self._changed.set()

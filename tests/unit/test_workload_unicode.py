@@ -15,7 +15,7 @@ from spectui.cli import main
 from spectui.core.compare.prompt_files import load_prompt_file
 from spectui.core.engine.base import ServerInfo
 from spectui.core.proxy.chunks import PreparedBody
-from spectui.core.proxy.hub import TrafficHub
+from spectui.core.proxy.hub import ProxyHub
 from spectui.core.proxy.models import EndpointKind, RequestStatus
 from spectui.core.proxy.record import WORKLOAD, WorkloadRecorder, jsonl_line
 
@@ -34,7 +34,7 @@ ODD = [
 
 def record_prompts(folder: Path, prompts: list[str]) -> WorkloadRecorder:
     """Send each prompt through the proxy's hub, as a finished streamed /completion."""
-    hub = TrafficHub(keep_events=True)
+    hub = ProxyHub(keep_events=True)
     recorder = WorkloadRecorder(folder, INFO)
     hub.listeners.append(recorder)
     capture = (FIXTURES / "completion-ngram-simple-2.sse").read_bytes()

@@ -1,5 +1,5 @@
 """`spectui proxy`: clients talk to the proxy instead of llama-server; every request passes
-through, every streamed generation is attributed token by token. The Traffic TUI by default,
+through, every streamed generation is attributed token by token. The proxy TUI by default,
 ``--format jsonl`` for one JSON line per finished request."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from spectui.config import Settings
     from spectui.core.proxy.hub import LiveRequest
-    from spectui.core.proxy.models import ProxyOptions, TrafficRecord
+    from spectui.core.proxy.models import ProxyOptions, ProxyRecord
     from spectui.core.proxy.session import ProxySession
 
 DEFAULT_LISTEN = "127.0.0.1:8081"
@@ -79,12 +79,12 @@ def add_proxy_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "--format",
         choices=["tui", "jsonl"],
         default="tui",
-        help="the Traffic TUI (default) or one JSON line per finished request",
+        help="the proxy TUI (default) or one JSON line per finished request",
     )
     group.add_argument(
         "--slots",
         action="store_true",
-        help="open the Traffic TUI on its slots view: a lane per concurrent request (s toggles)",
+        help="open the proxy TUI on its slots view: a lane per concurrent request (s toggles)",
     )
     group.add_argument(
         "--record",
@@ -140,9 +140,9 @@ class ProxyCommandOptions(CommandOptions):
     listen: str = DEFAULT_LISTEN
     """--listen: HOST:PORT where clients connect."""
     format: Literal["tui", "jsonl"] = "tui"
-    """--format: the Traffic TUI, or one JSON line per finished request."""
+    """--format: the proxy TUI, or one JSON line per finished request."""
     slots: bool = False
-    """--slots: the Traffic TUI opens on its slots view."""
+    """--slots: the proxy TUI opens on its slots view."""
     record: Path | None = None
     """--record: write each request as a session file into this folder (and its workload)."""
     client_key: str | None = None
@@ -155,7 +155,7 @@ class ProxyCommandOptions(CommandOptions):
     """--max-concurrency: requests handled at once (None: the default)."""
 
 
-def request_record(record: TrafficRecord) -> dict[str, object]:
+def request_record(record: ProxyRecord) -> dict[str, object]:
     """One finished request for `--format jsonl`: the `stream` summary's fields (None where the
     proxy could not know), plus the request's id, endpoint, client and how it ended."""
     from spectui.commands.stream import summary_record
@@ -210,7 +210,7 @@ def request_record(record: TrafficRecord) -> dict[str, object]:
 
 
 class JsonlWriter:
-    """A `TrafficListener` printing one line per finished request."""
+    """A `ProxyListener` printing one line per finished request."""
 
     def __init__(self, out: ThrottledOutput, on_closed: Callable[[], None] | None = None) -> None:
         self.out = out
@@ -220,7 +220,7 @@ class JsonlWriter:
     def request_started(self, live: LiveRequest) -> None:
         """Nothing until it ends."""
 
-    def request_finished(self, live: LiveRequest, record: TrafficRecord) -> None:
+    def request_finished(self, live: LiveRequest, record: ProxyRecord) -> None:
         """Print the record; a closed pipe stops the proxy (through ``on_closed``)."""
         # One record per request, not per token: flushing each at once costs nothing and lets
         # a closed pipe be noticed now rather than one request later.
@@ -331,10 +331,10 @@ def run_proxy(settings: Settings, args: argparse.Namespace) -> int:
     options = ProxyCommandOptions.from_namespace(args)
     if options.format == "jsonl":
         if options.slots:
-            raise ProxyUsageError("--slots is a view of the Traffic TUI: not with --format jsonl")
+            raise ProxyUsageError("--slots is a view of the proxy TUI: not with --format jsonl")
         return asyncio.run(_headless(settings, options))
     from spectui.app_setup import build_engine, proxy_session
-    from spectui.ui.apps.proxy import run_traffic_tui
+    from spectui.ui.apps.proxy import run_proxy_tui
 
     warnings: list[str] = []
     sock = listening_socket(options, warnings.append)
@@ -343,9 +343,7 @@ def run_proxy(settings: Settings, args: argparse.Namespace) -> int:
         settings, proxy_options(options, keep_events=True), engine, sock
     )
     try:
-        return asyncio.run(
-            run_traffic_tui(session, settings, warnings=warnings, slots=options.slots)
-        )
+        return asyncio.run(run_proxy_tui(session, settings, warnings=warnings, slots=options.slots))
     finally:
         sock.close()
         for problem in session.problems():  # said once the screen is gone, as headless does

@@ -1,7 +1,7 @@
 """What the slots view draws: lanes, each holding the request it shows now (`LaneFeed`), and an
 aggregate line (`SlotsSource`), from three sources.
 
-- `HubLanes`, the proxy's: a `TrafficHub` listener that gives each request that starts the first
+- `HubLanes`, the proxy's: a `ProxyHub` listener that gives each request that starts the first
   free lane and keeps a finished request in its lane (final numbers) until the next request needs
   it; requests beyond the lanes wait for one. The proxy cannot see which slot serves a request
   (OpenAI-style chunks do not say), so its lanes are per concurrent request, and say 'slot ?'.
@@ -23,8 +23,8 @@ from typing import Protocol
 from spectui.core.compare.models import CompareJob, RunRecord
 from spectui.core.compare.progress import RunFinished, RunStarting
 from spectui.core.events import RunMetrics, StepEvent, TokenEvent
-from spectui.core.proxy.hub import LiveRequest, TrafficHub
-from spectui.core.proxy.models import RequestStatus, TrafficRecord
+from spectui.core.proxy.hub import LiveRequest, ProxyHub
+from spectui.core.proxy.models import ProxyRecord, RequestStatus
 from spectui.core.proxy.watch import ServerView, ServerWatcher, SlotView
 from spectui.core.sessions.lanes import LaneRun, RecentSessions
 from spectui.ui import format as fmt
@@ -78,7 +78,7 @@ def numbers_of(metrics: RunMetrics | None, state: str, *, live: bool) -> LaneNum
     )
 
 
-def record_numbers(record: TrafficRecord) -> LaneNumbers:
+def record_numbers(record: ProxyRecord) -> LaneNumbers:
     """A finished request's numbers: attributed, else what the server's final timings said."""
     state = record.status.value
     if record.metrics is not None:
@@ -120,10 +120,10 @@ class RequestFeed:
 
 
 class HubLanes:
-    """The proxy's requests in lanes: a `TrafficListener` on ``hub`` from its creation (the
+    """The proxy's requests in lanes: a `ProxyListener` on ``hub`` from its creation (the
     requests in flight then take lanes at once, in arrival order)."""
 
-    def __init__(self, hub: TrafficHub, lanes: int = LANES) -> None:
+    def __init__(self, hub: ProxyHub, lanes: int = LANES) -> None:
         self.hub = hub
         self.lanes: list[RequestFeed | None] = [None] * lanes
         """What each lane shows."""
@@ -141,7 +141,7 @@ class HubLanes:
                 return
         self.waiting.append(live)
 
-    def request_finished(self, live: LiveRequest, record: TrafficRecord) -> None:
+    def request_finished(self, live: LiveRequest, record: ProxyRecord) -> None:
         """Its lane keeps it (final numbers) until a waiting request needs the lane."""
         if live in self.waiting:  # (ended before a lane came free: it is in the table)
             self.waiting.remove(live)

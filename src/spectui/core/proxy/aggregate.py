@@ -1,5 +1,5 @@
 """Numbers over many requests: acceptance, mean acceptance length, per-position acceptance and
-tokens/s over the last N requests or the last minutes (the Traffic screen's aggregate pane)."""
+tokens/s over the last N requests or the last minutes (the proxy screen's aggregate pane)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel, ConfigDict, Field
 
 from spectui.core.content import ContentClass, LengthBucket
-from spectui.core.proxy.models import TrafficRecord
+from spectui.core.proxy.models import ProxyRecord
 
 
 class Aggregate(BaseModel):
@@ -64,7 +64,7 @@ class Aggregate(BaseModel):
         return [n / split for n in self.accepted_per_position] if split > 0 else []
 
 
-def aggregate(records: Iterable[TrafficRecord]) -> Aggregate:
+def aggregate(records: Iterable[ProxyRecord]) -> Aggregate:
     """Add ``records`` up."""
     fields: dict[str, int | float] = dict.fromkeys(
         (
@@ -105,30 +105,28 @@ def aggregate(records: Iterable[TrafficRecord]) -> Aggregate:
     return Aggregate.model_validate({**fields, "accepted_per_position": positions})
 
 
-def last_requests(records: list[TrafficRecord], count: int) -> list[TrafficRecord]:
+def last_requests(records: list[ProxyRecord], count: int) -> list[ProxyRecord]:
     """The newest ``count`` (records oldest first)."""
     return records[-count:] if count else []
 
 
-def last_minutes(
-    records: list[TrafficRecord], minutes: float, now: datetime
-) -> list[TrafficRecord]:
+def last_minutes(records: list[ProxyRecord], minutes: float, now: datetime) -> list[ProxyRecord]:
     """Those that started within the last ``minutes``."""
     horizon = now - timedelta(minutes=minutes)
     return [r for r in records if r.info.started >= horizon]
 
 
-def by_content(records: Iterable[TrafficRecord]) -> dict[ContentClass, Aggregate]:
+def by_content(records: Iterable[ProxyRecord]) -> dict[ContentClass, Aggregate]:
     """``records`` added up per content class (classes with no request left out)."""
-    groups: dict[ContentClass, list[TrafficRecord]] = {}
+    groups: dict[ContentClass, list[ProxyRecord]] = {}
     for record in records:
         groups.setdefault(record.content, []).append(record)
     return {cls: aggregate(groups[cls]) for cls in ContentClass if cls in groups}
 
 
-def by_prompt_length(records: Iterable[TrafficRecord]) -> dict[LengthBucket, Aggregate]:
+def by_prompt_length(records: Iterable[ProxyRecord]) -> dict[LengthBucket, Aggregate]:
     """``records`` added up per prompt-length bucket (buckets with no request left out)."""
-    groups: dict[LengthBucket, list[TrafficRecord]] = {}
+    groups: dict[LengthBucket, list[ProxyRecord]] = {}
     for record in records:
         groups.setdefault(record.prompt_length, []).append(record)
     return {bucket: aggregate(groups[bucket]) for bucket in LengthBucket if bucket in groups}

@@ -46,7 +46,7 @@ from spectui.core.net.asgi import (
 from spectui.core.net.headers import FRAMED_HERE, end_to_end, end_to_end_raw
 from spectui.core.proxy.chunks import GENERATION_PATHS, PreparedBody, prepare_body
 from spectui.core.proxy.exchange import ExchangeError, UpstreamResponse, open_exchange
-from spectui.core.proxy.hub import LiveRequest, TrafficHub
+from spectui.core.proxy.hub import LiveRequest, ProxyHub
 from spectui.core.proxy.models import METRICS_PATH, EndpointKind, ProxyLimits, RequestStatus
 from spectui.core.proxy.prom import CONTENT_TYPE, ProxyMetrics
 from spectui.core.proxy.relay import relay
@@ -73,21 +73,21 @@ UPSTREAM_TIMEOUT = httpx.Timeout(connect=CONNECT_TIMEOUT_S, read=None, write=30.
 log = logging.getLogger("spectui.proxy")
 
 
-class TrafficProxy:
+class Proxy:
     """The proxy: ``app`` is the ASGI application; ``hub`` reports the requests."""
 
     def __init__(
         self,
         upstream: str,
         *,
-        hub: TrafficHub | None = None,
+        hub: ProxyHub | None = None,
         upstream_key: SecretStr | None = None,
         client_key: SecretStr | None = None,
         clock: Callable[[], float] = time.monotonic,
         limits: ProxyLimits | None = None,
     ) -> None:
         self.upstream = upstream.rstrip("/")
-        self.hub = hub or TrafficHub(clock=clock)
+        self.hub = hub or ProxyHub(clock=clock)
         self.metrics = ProxyMetrics()
         self.hub.listeners.append(self.metrics)
         self.limits = limits or ProxyLimits()
@@ -389,4 +389,4 @@ def _message_of(body: bytes) -> str:
         return body.decode(errors="replace")[:200]
 
 
-__all__ = ["METRICS_PATH", "EndpointKind", "TrafficProxy"]
+__all__ = ["METRICS_PATH", "EndpointKind", "Proxy"]

@@ -26,9 +26,9 @@ from spectui.core.events import RunMetrics, StepEvent, TokenEvent
 from spectui.core.proxy.chunks import PreparedBody, StreamAttribution
 from spectui.core.proxy.models import (
     EndpointKind,
+    ProxyRecord,
     RequestInfo,
     RequestStatus,
-    TrafficRecord,
     request_prompt,
 )
 from spectui.core.stream.dialects import ResponseTotals
@@ -46,13 +46,13 @@ TEXT_BUDGET = 32 * 1024 * 1024
 log = logging.getLogger("spectui.proxy")
 
 
-class TrafficListener(Protocol):
+class ProxyListener(Protocol):
     """Told about every generation request the proxy sees."""
 
     def request_started(self, live: LiveRequest) -> None:
         """A request arrived (its stream has not begun)."""
 
-    def request_finished(self, live: LiveRequest, record: TrafficRecord) -> None:
+    def request_finished(self, live: LiveRequest, record: ProxyRecord) -> None:
         """A request ended, however it ended."""
 
 
@@ -67,7 +67,7 @@ class LiveRequest:
         """Per-token attribution (streamed requests with timings), or None."""
         self.t0 = t0
         """Arrival on the monotonic clock."""
-        self.record: TrafficRecord | None = None
+        self.record: ProxyRecord | None = None
         """Set when it ends."""
 
     @property
@@ -90,7 +90,7 @@ class LiveRequest:
         return tracker.snapshot((tracker.last_token_t or 0.0) if now is None else now - self.t0)
 
 
-class TrafficHub:
+class ProxyHub:
     """Numbers the requests, tells the listeners, keeps the recent records."""
 
     def __init__(
@@ -104,10 +104,10 @@ class TrafficHub:
         """Keep token and step events of live requests (the TUI and recording need them)."""
         self.clock = clock
         self.wall = wall
-        self.listeners: list[TrafficListener] = []
+        self.listeners: list[ProxyListener] = []
         self.live: dict[int, LiveRequest] = {}
         """Requests in flight, by id."""
-        self.recent: deque[TrafficRecord] = deque(maxlen=RECENT_REQUESTS)
+        self.recent: deque[ProxyRecord] = deque(maxlen=RECENT_REQUESTS)
         """Finished requests, oldest first."""
         self.text_requests = TEXT_REQUESTS
         """How many of the newest records keep their text."""
@@ -115,7 +115,7 @@ class TrafficHub:
         """How many characters of text the records keep in all."""
         self.text_kept = 0
         """Characters of text the records keep now."""
-        self._texted: deque[tuple[TrafficRecord, int]] = deque()
+        self._texted: deque[tuple[ProxyRecord, int]] = deque()
         self._ids = itertools.count(1)
 
     def start(
@@ -148,7 +148,7 @@ class TrafficHub:
             try:
                 listener.request_started(live)
             except Exception as error:  # (one listener's bug must not lose the request)
-                log.warning("a traffic listener failed (%s)", type(error).__name__)
+                log.warning("a proxy listener failed (%s)", type(error).__name__)
         return live
 
     def finish(
@@ -159,7 +159,7 @@ class TrafficHub:
         http_status: int,
         error: str | None = None,
         totals: ResponseTotals | None = None,
-    ) -> TrafficRecord:
+    ) -> ProxyRecord:
         """A request ended: build its record, tell the listeners, forget its events."""
         now = self.clock()
         record = _record(live, status, http_status, error, totals, now)
@@ -171,10 +171,10 @@ class TrafficHub:
             try:
                 listener.request_finished(live, record)
             except Exception as error:  # (the next listeners still get the record)
-                log.warning("a traffic listener failed (%s)", type(error).__name__)
+                log.warning("a proxy listener failed (%s)", type(error).__name__)
         return record
 
-    def _keep_text(self, record: TrafficRecord) -> None:
+    def _keep_text(self, record: ProxyRecord) -> None:
         """Count ``record``'s text; drop the text of the oldest records beyond the bounds."""
         size = text_size(record)
         if not size:
@@ -199,7 +199,7 @@ def _record(
     error: str | None,
     totals: ResponseTotals | None,
     now: float,
-) -> TrafficRecord:
+) -> ProxyRecord:
     record = _finished(live, status, http_status, error, totals, now)
     content = classify(request_prompt(record.info) or "", record.text)
     return record.model_copy(
@@ -214,7 +214,7 @@ def _finished(
     error: str | None,
     totals: ResponseTotals | None,
     now: float,
-) -> TrafficRecord:
+) -> ProxyRecord:
     info = live.info
     attribution = live.attribution
     common = {
@@ -232,7 +232,7 @@ def _finished(
             metrics = live.snapshot(now)
             assert metrics is not None
             metrics = metrics.model_copy(update={"total_ms": _last_token_ms(attribution)})
-            return TrafficRecord(
+            return ProxyRecord(
                 info=info.model_copy(update={"model": model}),
                 metrics=metrics,
                 tokens=metrics.tokens,
@@ -246,7 +246,7 @@ def _finished(
                 **common,
             )
         # A stream without timings (/v1/messages): what its usage said, no per-token detail.
-        return TrafficRecord(
+        return ProxyRecord(
             info=info.model_copy(update={"model": model, "per_token": False}),
             tokens=attribution.anthropic_tokens,
             stop_reason=_stop(status, attribution.stop_reason),
@@ -255,7 +255,7 @@ def _finished(
             **common,
         )
     totals = totals or ResponseTotals()
-    return TrafficRecord(
+    return ProxyRecord(
         info=info.model_copy(update={"model": totals.model or info.model}),
         tokens=totals.tokens,
         prompt_tokens=totals.prompt_tokens,
@@ -282,7 +282,7 @@ def _stop(status: RequestStatus, reason: str) -> str:
     return reason
 
 
-def text_size(record: TrafficRecord) -> int:
+def text_size(record: ProxyRecord) -> int:
     """Characters of prompt and answer text ``record`` holds."""
     info = record.info
     size = len(record.text) + len(info.prompt or "")
@@ -291,7 +291,7 @@ def text_size(record: TrafficRecord) -> int:
     return size
 
 
-def numbers_only(record: TrafficRecord) -> TrafficRecord:
+def numbers_only(record: ProxyRecord) -> ProxyRecord:
     """``record`` without its prompt and answer text."""
     info = record.info.model_copy(update={"prompt": None, "messages": None})
     return record.model_copy(update={"info": info, "text": ""})

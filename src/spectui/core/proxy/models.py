@@ -100,7 +100,7 @@ class RequestInfo(BaseModel):
     """Tokens asked for (n_predict / max_tokens), None when the body does not say."""
 
 
-class TrafficRecord(BaseModel):
+class ProxyRecord(BaseModel):
     """One finished request: what `--format jsonl` prints, the table shows and Prometheus counts.
 
     Fields the proxy could not know are None — never a guess: a non-streamed request has totals
@@ -176,8 +176,8 @@ __all__ = [
     "EndpointKind",
     "ProxyLimits",
     "ProxyOptions",
+    "ProxyRecord",
     "RequestInfo",
     "RequestStatus",
-    "TrafficRecord",
     "request_prompt",
 ]

@@ -17,7 +17,7 @@ from prometheus_client import (
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from spectui.core.proxy.hub import LiveRequest
-from spectui.core.proxy.models import TrafficRecord
+from spectui.core.proxy.models import ProxyRecord
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 """Content type of the exposition."""
@@ -37,7 +37,7 @@ _RATE_BUCKETS = (1.0, 5.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 150.0, 200.0, 40
 
 
 class ProxyMetrics:
-    """A `TrafficListener` that counts finished requests into Prometheus metrics."""
+    """A `ProxyListener` that counts finished requests into Prometheus metrics."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
@@ -142,7 +142,7 @@ class ProxyMetrics:
     def request_started(self, live: LiveRequest) -> None:
         """Nothing to count until it ends."""
 
-    def request_finished(self, live: LiveRequest, record: TrafficRecord) -> None:
+    def request_finished(self, live: LiveRequest, record: ProxyRecord) -> None:
         """Count the request."""
         labels = (self._model(record.info.model or "unknown"), record.info.endpoint)
         self.requests.labels(*labels, record.status.value).inc()
@@ -170,7 +170,7 @@ class ProxyMetrics:
         if metrics.tokens_per_second is not None:
             self.rate.labels(*labels).observe(metrics.tokens_per_second)
 
-    def _count_class(self, record: TrafficRecord) -> None:
+    def _count_class(self, record: ProxyRecord) -> None:
         labels = (record.content.value, record.prompt_length.value)
         self.class_requests.labels(*labels).inc()
         if record.drafted:

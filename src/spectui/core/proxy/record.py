@@ -32,8 +32,8 @@ from spectui.core.files import ensure_private_dir, open_append
 from spectui.core.proxy.hub import LiveRequest
 from spectui.core.proxy.models import (
     EndpointKind,
+    ProxyRecord,
     RequestStatus,
-    TrafficRecord,
     request_prompt,
 )
 from spectui.core.request import GenerationRequest
@@ -87,7 +87,7 @@ _LINE_BREAK_ESCAPES = {
 _CHAT_KINDS = (EndpointKind.OAI_CHAT, EndpointKind.ANTHROPIC)
 
 
-def prompt_text(record: TrafficRecord) -> str | None:
+def prompt_text(record: ProxyRecord) -> str | None:
     """The text a prompt file carries for the request: the prompt, or for chat the last user
     message (the whole conversation is kept beside it, as ``messages``)."""
     return request_prompt(record.info)
@@ -102,7 +102,7 @@ def well_formed(text: str) -> str:
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def generation_request(record: TrafficRecord) -> GenerationRequest | None:
+def generation_request(record: ProxyRecord) -> GenerationRequest | None:
     """The request as spectui's own model states it (None when it has no text prompt)."""
     text = prompt_text(record)
     if not text:
@@ -124,7 +124,7 @@ def generation_request(record: TrafficRecord) -> GenerationRequest | None:
 
 
 class WorkloadRecorder:
-    """A `TrafficListener` writing session files and the workload prompt file."""
+    """A `ProxyListener` writing session files and the workload prompt file."""
 
     def __init__(
         self,
@@ -160,7 +160,7 @@ class WorkloadRecorder:
         self._arrivals[live.info.id] = live.t0 - self._first_t0
         self._waiting.append(live.info.id)
 
-    def request_finished(self, live: LiveRequest, record: TrafficRecord) -> None:
+    def request_finished(self, live: LiveRequest, record: ProxyRecord) -> None:
         """Append the request to the workload (in arrival order); write its session when it
         was attributed."""
         request = generation_request(record)
@@ -185,7 +185,7 @@ class WorkloadRecorder:
                 lines.append(ready)
         self._append_lines(lines)
 
-    def _workload_line(self, record: TrafficRecord, request: GenerationRequest) -> str:
+    def _workload_line(self, record: ProxyRecord, request: GenerationRequest) -> str:
         info = record.info
         entry: dict[str, object] = {
             "key": f"r{info.id}-{info.started:%Y%m%d%H%M%S}",
@@ -215,7 +215,7 @@ class WorkloadRecorder:
             self.problem = f"cannot append to {self.workload}: {error.strerror}"
 
     def _write_session(
-        self, live: LiveRequest, record: TrafficRecord, request: GenerationRequest
+        self, live: LiveRequest, record: ProxyRecord, request: GenerationRequest
     ) -> None:
         header = header_for(self.server, request, flags=self._flags, label=f"r{record.info.id}")
         path = session_path(self.folder, header.label, header.server.spec, datetime.now(UTC))

@@ -1,7 +1,7 @@
 """One `spectui proxy` run, from start to close: the upstream llama-server brought up (launched
 or attached to), the proxy built in front of it, served on a socket bound beforehand, closed.
 
-The headless command and the Traffic TUI both drive a `ProxySession` (built by
+The headless command and the proxy TUI both drive a `ProxySession` (built by
 `spectui.app_setup.proxy_session`), so the two ways to run the proxy cannot drift apart. Its
 ``hub`` exists from the start: listeners (the JSON Lines writer, the screen) attach before any
 request can arrive.
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from spectui.core.engine.live import LiveEngine
 from spectui.core.events import ServerStateEvent
 from spectui.core.llama.client import safe_url
-from spectui.core.proxy.app import TrafficProxy
-from spectui.core.proxy.hub import TrafficHub
+from spectui.core.proxy.app import Proxy
+from spectui.core.proxy.hub import ProxyHub
 from spectui.core.proxy.models import METRICS_PATH
 from spectui.core.proxy.serve import ProxyServer
 from spectui.core.proxy.upstream import start_upstream, upstream_url
@@ -34,8 +34,8 @@ class ProxySession:
         self,
         engine: LiveEngine,
         sock: socket.socket,
-        hub: TrafficHub,
-        make_proxy: Callable[[str], TrafficProxy],
+        hub: ProxyHub,
+        make_proxy: Callable[[str], Proxy],
         *,
         attach_url: str | None = None,
         recorder: WorkloadRecorder | None = None,
@@ -46,7 +46,7 @@ class ProxySession:
         """The requests, from the first one (the same hub the proxy reports to)."""
         self._make_proxy = make_proxy
         self._attach_url = attach_url
-        self.proxy: TrafficProxy | None = None
+        self.proxy: Proxy | None = None
         """Set by `start` once the upstream can take requests."""
         self.server: ProxyServer | None = None
         self.recorder = recorder

@@ -1,4 +1,4 @@
-"""The TUI of `spectui proxy`: the Traffic screen over a proxy served on the app's own loop.
+"""The TUI of `spectui proxy`: the proxy screen over a proxy served on the app's own loop.
 
 The app is a router: it shows the screen and drives a `ProxySession` in a worker (start or
 attach to the server, then serve the proxy until it quits), the same session the headless
@@ -14,27 +14,27 @@ from textual.worker import Worker, WorkerState
 from spectui.config import Settings
 from spectui.core.errors import SpectuiError
 from spectui.core.events import ServerState, ServerStateEvent
-from spectui.core.proxy.hub import LiveRequest, TrafficHub
-from spectui.core.proxy.models import TrafficRecord
+from spectui.core.proxy.hub import LiveRequest, ProxyHub
+from spectui.core.proxy.models import ProxyRecord
 from spectui.core.proxy.session import ProxySession
 from spectui.ui.apps.base import SpectuiBaseApp
-from spectui.ui.screens.proxy import TrafficScreen
+from spectui.ui.screens.proxy import ProxyScreen
 
 
 class ScreenListener:
     """Hands the proxy's requests to the screen as messages (same event loop: no threads)."""
 
-    def __init__(self, screen: TrafficScreen) -> None:
+    def __init__(self, screen: ProxyScreen) -> None:
         self.screen = screen
 
     def request_started(self, live: LiveRequest) -> None:
-        self.screen.post_message(TrafficScreen.RequestStarted(live))
+        self.screen.post_message(ProxyScreen.RequestStarted(live))
 
-    def request_finished(self, live: LiveRequest, record: TrafficRecord) -> None:
-        self.screen.post_message(TrafficScreen.RequestFinished(live, record))
+    def request_finished(self, live: LiveRequest, record: ProxyRecord) -> None:
+        self.screen.post_message(ProxyScreen.RequestFinished(live, record))
 
 
-class TrafficApp(SpectuiBaseApp):
+class ProxyApp(SpectuiBaseApp):
     """`spectui proxy`'s TUI. Without a session (tests), it shows ``hub`` and serves nothing."""
 
     TITLE = "spectui proxy"
@@ -44,7 +44,7 @@ class TrafficApp(SpectuiBaseApp):
         session: ProxySession | None,
         settings: Settings,
         *,
-        hub: TrafficHub | None = None,
+        hub: ProxyHub | None = None,
         warnings: list[str] | None = None,
         slots: bool = False,
     ) -> None:
@@ -52,21 +52,21 @@ class TrafficApp(SpectuiBaseApp):
         self._warnings = warnings or []
         self._slots = slots
         self._session = session
-        self.hub = session.hub if session is not None else hub or TrafficHub(keep_events=True)
-        self.screen_traffic = TrafficScreen(self.hub)
+        self.hub = session.hub if session is not None else hub or ProxyHub(keep_events=True)
+        self.screen_proxy = ProxyScreen(self.hub)
 
     def show_first_screen(self) -> None:
-        self.push_screen(self.screen_traffic)
-        self.hub.listeners.append(ScreenListener(self.screen_traffic))
-        if self._slots:  # (the Traffic screen's own `s`: the table stays under it)
-            self.call_after_refresh(self.screen_traffic.action_slots)
+        self.push_screen(self.screen_proxy)
+        self.hub.listeners.append(ScreenListener(self.screen_proxy))
+        if self._slots:  # (the proxy screen's own `s`: the table stays under it)
+            self.call_after_refresh(self.screen_proxy.action_slots)
         for warning in self._warnings:
             self.notify(warning, title="Proxy", severity="warning", timeout=15)
         if self._session is not None:
             self._serve()
 
     def _status(self, text: str, *, failed: bool = False) -> None:
-        self.screen_traffic.post_message(TrafficScreen.StatusChanged(text, failed=failed))
+        self.screen_proxy.post_message(ProxyScreen.StatusChanged(text, failed=failed))
 
     @work(exclusive=True, exit_on_error=False, group="proxy")
     async def _serve(self) -> None:
@@ -103,14 +103,14 @@ class TrafficApp(SpectuiBaseApp):
             self.notify(line, title="Proxy stopped", severity="error", timeout=30)
 
 
-async def run_traffic_tui(
+async def run_proxy_tui(
     session: ProxySession,
     settings: Settings,
     *,
     warnings: list[str] | None = None,
     slots: bool = False,
 ) -> int:
-    """Run the Traffic TUI over ``session`` until the user quits (signals end it cleanly too);
+    """Run the proxy TUI over ``session`` until the user quits (signals end it cleanly too);
     ``slots``: open on the slots view (a lane per request streaming)."""
-    app = TrafficApp(session, settings, warnings=warnings, slots=slots)
+    app = ProxyApp(session, settings, warnings=warnings, slots=slots)
     return await app.run_until_quit()

@@ -1,4 +1,4 @@
-"""The Traffic screen of `spectui proxy`: every request the proxy sees, newest first, live.
+"""The proxy screen of `spectui proxy`: every request the proxy sees, newest first, live.
 
 The proxy's listener posts typed messages (`RequestStarted`, `RequestFinished`); rows of live
 requests are refreshed from their attribution at 4 Hz, the aggregate pane at 2 Hz, so a busy
@@ -34,12 +34,12 @@ from spectui.core.proxy.aggregate import (
     last_minutes,
     last_requests,
 )
-from spectui.core.proxy.hub import LiveRequest, TrafficHub
-from spectui.core.proxy.models import RequestStatus, TrafficRecord
+from spectui.core.proxy.hub import LiveRequest, ProxyHub
+from spectui.core.proxy.models import ProxyRecord, RequestStatus
 from spectui.ui import format as fmt
 from spectui.ui.compositor import use_lean_compositor
 from spectui.ui.lanes import HubLanes
-from spectui.ui.screens.proxy_request import TrafficRequestScreen
+from spectui.ui.screens.proxy_request import ProxyRequestScreen
 from spectui.ui.screens.slots import SlotsScreen
 
 MAX_ROWS = 500
@@ -92,7 +92,7 @@ class Row:
     cells: tuple[str | Text, ...]
 
 
-def row_cells(live: LiveRequest, record: TrafficRecord | None, metrics: RunMetrics | None) -> Row:
+def row_cells(live: LiveRequest, record: ProxyRecord | None, metrics: RunMetrics | None) -> Row:
     """The cells of a request: finished (``record``) or live (``metrics`` so far)."""
     info = live.info
     tokens = drafted = accepted = prompt = None
@@ -149,7 +149,7 @@ def breakdown_text(groups: Mapping[str, Aggregate]) -> str:
 
 
 def aggregate_text(
-    recent: Aggregate, minutes: Aggregate, live: int, records: Sequence[TrafficRecord] = ()
+    recent: Aggregate, minutes: Aggregate, live: int, records: Sequence[ProxyRecord] = ()
 ) -> str:
     """The aggregate pane's lines; with ``records`` (the last N), acceptance and tokens/s by
     content class and by prompt length."""
@@ -179,25 +179,25 @@ AGE_OUT_EVERY = timedelta(seconds=5)
 """How often the aggregate pane looks again when nothing ended (requests age out of it)."""
 
 
-class TrafficScreen(Screen[None]):
+class ProxyScreen(Screen[None]):
     """The live table, the aggregate pane and a status line."""
 
     DEFAULT_CSS = """
-    TrafficScreen > #traffic-status {
+    ProxyScreen > #proxy-status {
         height: 1;
         padding: 0 1;
         background: $panel;
         color: $text;
     }
-    TrafficScreen > #traffic-status.-failed {
+    ProxyScreen > #proxy-status.-failed {
         color: $error;
         text-style: bold;
     }
-    TrafficScreen > #requests {
+    ProxyScreen > #requests {
         height: 1fr;
         scrollbar-size-vertical: 1;
     }
-    TrafficScreen > #traffic-aggregate {
+    ProxyScreen > #proxy-aggregate {
         height: auto;
         max-height: 6;
         padding: 0 1;
@@ -223,7 +223,7 @@ class TrafficScreen(Screen[None]):
     class RequestFinished(Message):
         """A request ended."""
 
-        def __init__(self, live: LiveRequest, record: TrafficRecord) -> None:
+        def __init__(self, live: LiveRequest, record: ProxyRecord) -> None:
             super().__init__()
             self.live = live
             self.record = record
@@ -236,7 +236,7 @@ class TrafficScreen(Screen[None]):
             self.text = text
             self.failed = failed
 
-    def __init__(self, hub: TrafficHub) -> None:
+    def __init__(self, hub: ProxyHub) -> None:
         super().__init__()
         use_lean_compositor(self)
         self.hub = hub
@@ -251,20 +251,20 @@ class TrafficScreen(Screen[None]):
         """The slots view's lanes, from the first time it is opened (they outlive the view)."""
 
     def compose(self) -> ComposeResult:
-        yield Static("starting…", id="traffic-status")
+        yield Static("starting…", id="proxy-status")
         table: DataTable[str | Text] = DataTable(
             id="requests", cursor_type="row", zebra_stripes=True
         )
         for key, label in COLUMNS:
             table.add_column(label, key=key)
         yield table
-        yield Static(aggregate_text(Aggregate(), Aggregate(), 0), id="traffic-aggregate")
+        yield Static(aggregate_text(Aggregate(), Aggregate(), 0), id="proxy-aggregate")
         yield Footer()
 
     def on_mount(self) -> None:
         self._intervals = [
-            self.set_interval(0.25, self._refresh_live, name="traffic-live"),
-            self.set_interval(0.5, self._refresh_aggregate, name="traffic-aggregate"),
+            self.set_interval(0.25, self._refresh_live, name="proxy-live"),
+            self.set_interval(0.5, self._refresh_aggregate, name="proxy-aggregate"),
         ]
 
     def on_screen_suspend(self) -> None:
@@ -311,7 +311,7 @@ class TrafficScreen(Screen[None]):
 
     @on(StatusChanged)
     def _status(self, message: StatusChanged) -> None:
-        status = self.query_one("#traffic-status", Static)
+        status = self.query_one("#proxy-status", Static)
         status.update(message.text)
         status.set_class(message.failed, "-failed")
 
@@ -351,7 +351,7 @@ class TrafficScreen(Screen[None]):
         )
         if text != self._aggregate_shown:  # (an unchanged pane costs no frame)
             self._aggregate_shown = text
-            self.query_one("#traffic-aggregate", Static).update(text)
+            self.query_one("#proxy-aggregate", Static).update(text)
 
     # -- actions ---------------------------------------------------------------------------------
 
@@ -362,7 +362,7 @@ class TrafficScreen(Screen[None]):
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         live = self.rows.get(int(key)) if key is not None else None
         if live is not None:
-            self.app.push_screen(TrafficRequestScreen(live))
+            self.app.push_screen(ProxyRequestScreen(live))
 
     @on(DataTable.RowSelected)
     def _selected(self, _event: DataTable.RowSelected) -> None:
@@ -374,4 +374,4 @@ class TrafficScreen(Screen[None]):
         self.app.push_screen(SlotsScreen(self.lanes, len(self.lanes.lanes)))
 
     def action_help(self) -> None:
-        self.notify(HELP, title="Traffic", timeout=12)
+        self.notify(HELP, title="Proxy", timeout=12)

@@ -1,4 +1,4 @@
-"""One request of the Traffic screen, opened with Enter: the existing token view and metrics
+"""One request of the proxy screen, opened with Enter: the existing token view and metrics
 pane, live while it streams (fed at 10 Hz from the proxy's attribution), as recorded when done."""
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ REFRESH_S = 0.1
 """Token batches while the request streams: 10 a second."""
 
 
-class TrafficRequestScreen(Screen[None]):
+class ProxyRequestScreen(Screen[None]):
     """Tokens and metrics of one proxied request."""
 
     DEFAULT_CSS = """
-    TrafficRequestScreen > #traffic-request-title {
+    ProxyRequestScreen > #proxy-request-title {
         height: 1;
         padding: 0 1;
         background: $panel;
@@ -52,7 +52,7 @@ class TrafficRequestScreen(Screen[None]):
         info = self.live.record.info if self.live.record is not None else self.live.info
         yield Static(
             f" #{info.id} {info.endpoint} · {info.client} · {info.model or 'model not named'}",
-            id="traffic-request-title",
+            id="proxy-request-title",
         )
         with Horizontal(id="body"):
             yield AnswerPane(id="answer")
@@ -70,7 +70,7 @@ class TrafficRequestScreen(Screen[None]):
             answer.view.placeholder = f"{NO_DETAIL} for this request"
         self._pull()
         if self.live.record is None:
-            self._timer = self.set_interval(REFRESH_S, self._pull, name="traffic-request-pull")
+            self._timer = self.set_interval(REFRESH_S, self._pull, name="proxy-request-pull")
 
     def _pull(self) -> None:
         """New tokens since the last pull, the numbers so far, and the end once it came."""

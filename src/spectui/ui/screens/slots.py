@@ -36,7 +36,7 @@ HELP = (
 
 
 NO_LANES = (
-    "no slots to show here (a replay): run `spectui proxy` (its Traffic screen: s), attach to "
+    "no slots to show here (a replay): run `spectui proxy` (its proxy screen: s), attach to "
     "a server, or follow a proxy's --record folder (spectui follow DIR: s)"
 )
 """What `s` says where there is nothing to draw lanes from."""
@@ -121,7 +121,7 @@ class SlotsScreen(Screen[None]):
         if self._finished[index]:
             return
         events = feed.events()
-        # (A list that shrank was dropped by the Traffic screen's bound: nothing more comes.)
+        # (A list that shrank was dropped by the proxy screen's bound: nothing more comes.)
         cursor = min(self._cursors[index], len(events))
         self._cursors[index] = len(events)
         tokens = tuple(e for e in events[cursor:] if isinstance(e, TokenEvent))

@@ -1,4 +1,4 @@
-"""Feeding recorded captures through a `TrafficHub` as if clients sent them (no network)."""
+"""Feeding recorded captures through a `ProxyHub` as if clients sent them (no network)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from spectui.core.proxy.chunks import PreparedBody
-from spectui.core.proxy.hub import LiveRequest, TrafficHub
+from spectui.core.proxy.hub import LiveRequest, ProxyHub
 from spectui.core.proxy.models import EndpointKind, RequestStatus
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -26,13 +26,13 @@ class FakeClocks:
         return START + timedelta(seconds=self.t - 100.0)
 
 
-def make_hub() -> tuple[TrafficHub, FakeClocks]:
+def make_hub() -> tuple[ProxyHub, FakeClocks]:
     clocks = FakeClocks()
-    return TrafficHub(keep_events=True, clock=clocks.clock, wall=clocks.wall), clocks
+    return ProxyHub(keep_events=True, clock=clocks.clock, wall=clocks.wall), clocks
 
 
 def begin(
-    hub: TrafficHub, path: str = "/completion", *, streamed: bool = True, client: str = "10.0.0.7"
+    hub: ProxyHub, path: str = "/completion", *, streamed: bool = True, client: str = "10.0.0.7"
 ) -> LiveRequest:
     kind = {
         "/completion": EndpointKind.NATIVE,
@@ -52,6 +52,6 @@ def feed(live: LiveRequest, capture: str, upto: int | None = None, step_s: float
         live.attribution.line(line, 0.3 + index * step_s)
 
 
-def finish(hub: TrafficHub, clocks: FakeClocks, live: LiveRequest, seconds: float = 3.0) -> None:
+def finish(hub: ProxyHub, clocks: FakeClocks, live: LiveRequest, seconds: float = 3.0) -> None:
     clocks.t += seconds
     hub.finish(live, status=RequestStatus.DONE, http_status=200)

@@ -1,4 +1,4 @@
-"""The Traffic screen under Pilot: rows newest first, live numbers, Enter opens the tokens, and
+"""The proxy screen under Pilot: rows newest first, live numbers, Enter opens the tokens, and
 bounded memory; then SVG snapshots in every shipped theme at 80×24."""
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from spectui.config import Settings
 from spectui.core.events import RunMetrics
 from spectui.core.proxy.models import RequestStatus
 from spectui.core.stream.dialects import ResponseTotals
-from spectui.ui.apps.proxy import TrafficApp
-from spectui.ui.screens.proxy import MAX_ROWS, TrafficScreen, row_cells
-from spectui.ui.screens.proxy_request import TrafficRequestScreen
+from spectui.ui.apps.proxy import ProxyApp
+from spectui.ui.screens.proxy import MAX_ROWS, ProxyScreen, row_cells
+from spectui.ui.screens.proxy_request import ProxyRequestScreen
 from spectui.ui.themes import SHIPPED_THEMES
 from spectui.ui.widgets.tokens import TokenView
 
-from .traffic_helpers import begin, feed, finish, make_hub
+from .proxy_screen_helpers import begin, feed, finish, make_hub
 
 SnapCompare = Callable[..., bool]
 STATUS = 9
@@ -35,13 +35,13 @@ def _utc(monkeypatch: pytest.MonkeyPatch) -> None:
     time.tzset()
 
 
-def table_of(app: TrafficApp) -> DataTable[object]:
-    return app.screen_traffic.query_one("#requests", DataTable)
+def table_of(app: ProxyApp) -> DataTable[object]:
+    return app.screen_proxy.query_one("#requests", DataTable)
 
 
 async def test_rows_newest_first_live_then_done() -> None:
     hub, clocks = make_hub()
-    app = TrafficApp(None, Settings(), hub=hub)
+    app = ProxyApp(None, Settings(), hub=hub)
     async with app.run_test(size=(120, 30)) as pilot:
         first = begin(hub)
         feed(first, "completion-ngram-simple-2.sse")
@@ -61,7 +61,7 @@ async def test_rows_newest_first_live_then_done() -> None:
         finish(hub, clocks, second)
         await pilot.pause(0.6)
         assert table.get_row_at(0)[STATUS] == "done"
-        aggregate = str(app.screen_traffic.query_one("#traffic-aggregate", Static).render())
+        aggregate = str(app.screen_proxy.query_one("#proxy-aggregate", Static).render())
         assert "last 50: 2 req" in aggregate
 
 
@@ -70,7 +70,7 @@ async def test_columns_fit_their_numbers_and_a_non_streamed_request_has_its_rate
     # length of 24.14 is not cut to '24.'), and a non-streamed request shows the tokens/s of
     # its final timings.
     hub, clocks = make_hub()
-    app = TrafficApp(None, Settings(), hub=hub)
+    app = ProxyApp(None, Settings(), hub=hub)
     async with app.run_test(size=(120, 30)) as pilot:
         plain = begin(hub, "/v1/completions", streamed=False)
         clocks.t += 2.0
@@ -80,7 +80,7 @@ async def test_columns_fit_their_numbers_and_a_non_streamed_request_has_its_rate
         table = table_of(app)
         row = table.get_row_at(0)
         assert row[1] == "v1/completions" and row[2] == "96" and row[3] == "48.2"
-        screen = app.screen_traffic
+        screen = app.screen_proxy
         length = screen.table.columns[ColumnKey("mal")]
         record = plain.record
         assert record is not None
@@ -99,13 +99,13 @@ async def test_columns_fit_their_numbers_and_a_non_streamed_request_has_its_rate
 
 async def test_requests_age_out_of_the_minutes_window_while_quiet() -> None:
     hub, clocks = make_hub()
-    app = TrafficApp(None, Settings(), hub=hub)
+    app = ProxyApp(None, Settings(), hub=hub)
     async with app.run_test(size=(120, 30)) as pilot:
         request = begin(hub)
         feed(request, "completion-ngram-simple-2.sse")
         finish(hub, clocks, request)
         await pilot.pause(0.6)
-        pane = app.screen_traffic.query_one("#traffic-aggregate", Static)
+        pane = app.screen_proxy.query_one("#proxy-aggregate", Static)
         assert "last 5 min: 1 req" in str(pane.render())
         clocks.t += 6 * 60  # six quiet minutes on the hub's clocks: nothing ends meanwhile
         await pilot.pause(0.6)
@@ -115,7 +115,7 @@ async def test_requests_age_out_of_the_minutes_window_while_quiet() -> None:
 
 async def test_enter_opens_the_tokens_live_and_done() -> None:
     hub, clocks = make_hub()
-    app = TrafficApp(None, Settings(), hub=hub)
+    app = ProxyApp(None, Settings(), hub=hub)
     async with app.run_test(size=(100, 30)) as pilot:
         live = begin(hub)
         feed(live, "completion-ngram-simple-2.sse", upto=40)
@@ -123,7 +123,7 @@ async def test_enter_opens_the_tokens_live_and_done() -> None:
         await pilot.press("enter")
         await pilot.pause(0.3)
         screen = app.screen
-        assert isinstance(screen, TrafficRequestScreen)
+        assert isinstance(screen, ProxyRequestScreen)
         view = screen.query_one(TokenView)
         shown = len(view.model.tokens)
         assert shown > 0  # live: what has streamed so far
@@ -133,12 +133,12 @@ async def test_enter_opens_the_tokens_live_and_done() -> None:
         assert len(view.model.tokens) == 120 > shown
         assert view.model.draft_count == 46
         await pilot.press("escape")
-        assert isinstance(app.screen, TrafficScreen)
+        assert isinstance(app.screen, ProxyScreen)
 
 
 async def test_table_and_events_stay_bounded() -> None:
     hub, clocks = make_hub()
-    app = TrafficApp(None, Settings(), hub=hub)
+    app = ProxyApp(None, Settings(), hub=hub)
     async with app.run_test(size=(80, 24)) as pilot:
         for _ in range(MAX_ROWS + 30):
             live = begin(hub)
@@ -146,27 +146,27 @@ async def test_table_and_events_stay_bounded() -> None:
             finish(hub, clocks, live, seconds=0.1)
         await pilot.pause(0.5)
         assert table_of(app).row_count == MAX_ROWS
-        screen = app.screen_traffic
+        screen = app.screen_proxy
         kept = [live for live in screen.rows.values() if live.events]
         assert len(kept) <= 50
 
 
 async def test_failed_request_and_status_line() -> None:
     hub, _clocks = make_hub()
-    app = TrafficApp(None, Settings(), hub=hub)
+    app = ProxyApp(None, Settings(), hub=hub)
     async with app.run_test(size=(80, 24)) as pilot:
         live = begin(hub, streamed=False)
         hub.finish(live, status=RequestStatus.ERROR, http_status=401, error="Invalid API Key")
-        app.screen_traffic.post_message(TrafficScreen.StatusChanged("failed: boom", failed=True))
+        app.screen_proxy.post_message(ProxyScreen.StatusChanged("failed: boom", failed=True))
         await pilot.pause(0.3)
         assert table_of(app).get_row_at(0)[STATUS] == "error 401"
-        status = app.screen_traffic.query_one("#traffic-status", Static)
+        status = app.screen_proxy.query_one("#proxy-status", Static)
         assert status.has_class("-failed")
 
 
 async def _three_requests(pilot: Pilot[None]) -> None:
     app = pilot.app
-    assert isinstance(app, TrafficApp)
+    assert isinstance(app, ProxyApp)
     hub = app.hub
     clocks = hub.clock.__self__  # type: ignore[attr-defined]  # the test clock's bound method
     for path, capture in [
@@ -178,16 +178,16 @@ async def _three_requests(pilot: Pilot[None]) -> None:
         finish(hub, clocks, live)
     live = begin(hub, "/v1/completions", client="10.0.0.9")
     feed(live, "v1-completions-ngram-mod.sse", upto=20)
-    app.screen_traffic.post_message(
-        TrafficScreen.StatusChanged("proxy http://127.0.0.1:8081 → http://127.0.0.1:8080")
+    app.screen_proxy.post_message(
+        ProxyScreen.StatusChanged("proxy http://127.0.0.1:8081 → http://127.0.0.1:8080")
     )
     await pilot.pause(0.8)
 
 
 @pytest.mark.parametrize("theme", SHIPPED_THEMES)
-def test_traffic_snapshot(snap_compare: SnapCompare, theme: str) -> None:
+def test_proxy_snapshot(snap_compare: SnapCompare, theme: str) -> None:
     hub, _clocks = make_hub()
-    app = TrafficApp(None, Settings(theme=theme), hub=hub)
+    app = ProxyApp(None, Settings(theme=theme), hub=hub)
     assert snap_compare(app, terminal_size=(80, 24), run_before=_three_requests)
 
 
@@ -199,5 +199,5 @@ async def _open_second(pilot: Pilot[None]) -> None:
 
 def test_request_screen_snapshot(snap_compare: SnapCompare) -> None:
     hub, _clocks = make_hub()
-    app = TrafficApp(None, Settings(), hub=hub)
+    app = ProxyApp(None, Settings(), hub=hub)
     assert snap_compare(app, terminal_size=(80, 24), run_before=_open_second)
