@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spectui.core.compare.checkers import Checker
+from spectui.core.compare.divergence import ProbeError, ProbeRequest
 from spectui.core.compare.models import (
     CompareConfig,
     ComparePlan,
@@ -13,7 +14,7 @@ from spectui.core.compare.models import (
     RunRecord,
 )
 from spectui.core.compare.store import BinaryInfo, CompareDocument, ModelInfo, ServerOptions
-from spectui.core.compare.textdiff import token_ends
+from spectui.core.compare.textdiff import TokenProb, token_ends
 from spectui.core.engine.base import LiveServerSource, ServerInfo
 from spectui.core.events import (
     ErrorEvent,
@@ -28,6 +29,8 @@ from spectui.core.events import (
 from spectui.core.llama.binary import Capabilities, parse_help
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest, Sampling
+from spectui.core.tune.models import TuneDocument
+from spectui.core.tune.runner import new_document
 
 
 def config(text: str) -> CompareConfig:
@@ -242,3 +245,49 @@ class FakeSetup:
     def engine(self, spec: SpecConfig) -> ScriptedEngine:
         self.engines.append(ScriptedEngine(spec=spec))
         return self.engines[-1]
+
+
+BASELINE = "the answer to a is forty two"
+CHANGED = "the answer to a is Forty two"
+"""ngram-simple's answer: the other side of a near-tie at token 5."""
+
+
+@dataclass
+class FakeProber:
+    """Answers every probe with ``top``; notes the request and the spec the server ran."""
+
+    engine: ScriptedEngine
+    """Whose spec the probed server runs."""
+    top: list[TokenProb] = field(
+        default_factory=lambda: [
+            TokenProb(token="forty ", prob=0.41),
+            TokenProb(token="Forty ", prob=0.40),
+        ]
+    )
+    """The candidates every probe answers."""
+    fail: bool = False
+    """Fail every probe instead."""
+    seen: list[tuple[ProbeRequest, str]] = field(default_factory=list)
+    """Each probe's request and the spec types it ran on."""
+
+    async def top_candidates(self, request: ProbeRequest) -> list[TokenProb]:
+        self.seen.append((request, ",".join(self.engine.spec.types)))
+        if self.fail:
+            raise ProbeError("/completion: HTTP 500")
+        return self.top
+
+
+TUNE_SPEEDS = {"ngram-simple": 500.0, "ngram-mod": 1500.0, "ngram-cache": 1000.0}
+"""Total ms of a run per spec type (the baseline: 1000): 2x, 0.67x and a tie."""
+
+
+def tune_document(prompts: tuple[str, ...] = ("a",), budget_s: float = 600.0) -> TuneDocument:
+    """A fresh tune of none and the three ngram types (`TUNE_SPEEDS`), one round per step."""
+    p = plan(("none", "ngram-simple", "ngram-mod", "ngram-cache"), prompts, reps=1)
+    return new_document(
+        document(p),
+        budget_s=budget_s,
+        launch=["llama-server", "-m", "m.gguf"],
+        skipped=[],
+        space=[],
+    )

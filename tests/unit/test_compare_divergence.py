@@ -3,40 +3,13 @@ server, between rounds or once at the end; the evidence lands in the document an
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from spectui.core.compare.divergence import ProbeError, ProbeRequest
+from spectui.core.compare.divergence import ProbeRequest
 from spectui.core.compare.runner import CompareRunner, ServerStatus
 from spectui.core.compare.store import load_document
-from spectui.core.compare.textdiff import TokenProb
 
-from .compare_helpers import ScriptedEngine, document, plan
-
-BASELINE = "the answer to a is forty two"
-CHANGED = "the answer to a is Forty two"
-"""ngram-simple's answer: the other side of a near-tie at token 5."""
-
-
-@dataclass
-class FakeProber:
-    """Answers every probe with ``top``; notes the request and the spec the server ran."""
-
-    engine: ScriptedEngine
-    top: list[TokenProb] = field(
-        default_factory=lambda: [
-            TokenProb(token="forty ", prob=0.41),
-            TokenProb(token="Forty ", prob=0.40),
-        ]
-    )
-    fail: bool = False
-    seen: list[tuple[ProbeRequest, str]] = field(default_factory=list)
-
-    async def top_candidates(self, request: ProbeRequest) -> list[TokenProb]:
-        self.seen.append((request, ",".join(self.engine.spec.types)))
-        if self.fail:
-            raise ProbeError("/completion: HTTP 500")
-        return self.top
+from .compare_helpers import BASELINE, CHANGED, FakeProber, ScriptedEngine, document, plan
 
 
 async def _run(runner: CompareRunner) -> list[object]:

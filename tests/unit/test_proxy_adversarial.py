@@ -6,76 +6,29 @@ issue #20; every wait has a generous deadline and no verdict depends on how fast
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import shutil
 import socket
 import struct
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 import openai
 import pytest
 from pydantic import SecretStr
 
+from helpers.proxy import serving
 from spectui.core.llama.transport import AsyncioTransport
-from spectui.core.proxy.app import Proxy
 from spectui.core.proxy.hub import ProxyHub
-from spectui.core.proxy.models import ProxyLimits, ProxyRecord, RequestStatus
-from spectui.core.proxy.serve import ProxyServer, bind
+from spectui.core.proxy.models import ProxyLimits, RequestStatus
 
 from .socket_server import CHUNKED_HEAD, StandIn, chunk, json_answer, until_read
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 DEADLINE_S = 30
 """How long any wait may take before the test fails: generous, so speed never decides."""
-
-
-class Records:
-    """A listener keeping every finished record."""
-
-    def __init__(self) -> None:
-        self.records: list[ProxyRecord] = []
-        self._changed = asyncio.Event()
-
-    def request_started(self, live: object) -> None:
-        pass
-
-    def request_finished(self, live: object, record: ProxyRecord) -> None:
-        self.records.append(record)
-        self._changed.set()
-
-    async def wait_for(self, count: int) -> list[ProxyRecord]:
-        async with asyncio.timeout(DEADLINE_S):
-            while len(self.records) < count:
-                self._changed.clear()
-                await self._changed.wait()
-        return self.records
-
-
-@contextlib.asynccontextmanager
-async def serving(upstream: str, **options: Any) -> AsyncIterator[tuple[str, Proxy, Records]]:
-    """The proxy served by uvicorn on a free loopback port."""
-    hub = ProxyHub(keep_events=True)
-    records = Records()
-    hub.listeners.append(records)
-    proxy = Proxy(upstream, hub=hub, **options)
-    server = ProxyServer(proxy.app, bind("127.0.0.1", 0))
-    address = server.address
-    task = asyncio.create_task(server.serve())
-    try:
-        async with asyncio.timeout(DEADLINE_S):
-            while not server.started:  # noqa: ASYNC110 (uvicorn offers no event for it)
-                await asyncio.sleep(0.01)
-        yield f"http://{address}", proxy, records
-    finally:
-        server.stop()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait_for(task, DEADLINE_S)
-        await proxy.aclose()
 
 
 def _sse_lines(name: str) -> list[bytes]:

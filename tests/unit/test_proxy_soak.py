@@ -20,10 +20,10 @@ from pathlib import Path
 import httpx
 import psutil
 
+from helpers.proxy import serving
 from spectui.core.proxy.models import ProxyRecord, RequestStatus
 
 from .socket_server import CHUNKED_HEAD, StandIn, chunk, json_answer
-from .test_proxy_adversarial import serving
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 REQUESTS = 2000

@@ -7,24 +7,10 @@ import json
 from pathlib import Path
 
 from spectui.core.tune.models import TuneDocument
-from spectui.core.tune.runner import RoundPlanned, TuneFinished, TuneRunner, new_document
+from spectui.core.tune.runner import RoundPlanned, TuneFinished, TuneRunner
 from spectui.core.tune.search import FINALISTS, extended, next_round
 
-from .compare_helpers import ScriptedEngine, document, plan
-
-SPEEDS = {"ngram-simple": 500.0, "ngram-mod": 1500.0, "ngram-cache": 1000.0}
-"""Total ms of a run per spec type (the baseline: 1000): 2x, 0.67x and a tie."""
-
-
-def _tune(prompts: tuple[str, ...] = ("a",), budget_s: float = 600.0) -> TuneDocument:
-    p = plan(("none", "ngram-simple", "ngram-mod", "ngram-cache"), prompts, reps=1)
-    return new_document(
-        document(p),
-        budget_s=budget_s,
-        launch=["llama-server", "-m", "m.gguf"],
-        skipped=[],
-        space=[],
-    )
+from .compare_helpers import TUNE_SPEEDS, ScriptedEngine, plan, tune_document
 
 
 async def _run(runner: TuneRunner, stop_after: int | None = None) -> list[object]:
@@ -46,9 +32,9 @@ def _document(events: list[object]) -> TuneDocument:
 
 
 async def test_the_race_keeps_the_winner_and_drops_losers_early(tmp_path: Path) -> None:
-    engine = ScriptedEngine(speeds=SPEEDS)
+    engine = ScriptedEngine(speeds=TUNE_SPEEDS)
     out = tmp_path / "t.json"
-    events = await _run(TuneRunner(engine, _tune(), outputs=[out]))
+    events = await _run(TuneRunner(engine, tune_document(), outputs=[out]))
     final = events[-1]
     assert isinstance(final, TuneFinished)
     doc = final.document
@@ -76,7 +62,7 @@ async def test_a_prompt_where_nothing_wins_has_no_winner(tmp_path: Path) -> None
     engine = ScriptedEngine(
         speeds={"ngram-simple": 1400.0, "ngram-mod": 1500.0, "ngram-cache": 1300.0}
     )
-    events = await _run(TuneRunner(engine, _tune(), outputs=[tmp_path / "t.json"]))
+    events = await _run(TuneRunner(engine, tune_document(), outputs=[tmp_path / "t.json"]))
     doc = _document(events)
     assert doc.complete
     assert doc.winners == {"a": None, "overall": None}
@@ -87,11 +73,14 @@ async def test_a_prompt_where_nothing_wins_has_no_winner(tmp_path: Path) -> None
 
 
 async def test_the_budget_is_respected(tmp_path: Path) -> None:
-    engine = ScriptedEngine(speeds=SPEEDS)
+    engine = ScriptedEngine(speeds=TUNE_SPEEDS)
     ticks = itertools.count()
     # Every look at the clock is a second later: runs take ~1 s, starts ~1 s.
     runner = TuneRunner(
-        engine, _tune(budget_s=30), outputs=[tmp_path / "t.json"], clock=lambda: float(next(ticks))
+        engine,
+        tune_document(budget_s=30),
+        outputs=[tmp_path / "t.json"],
+        clock=lambda: float(next(ticks)),
     )
     events = await _run(runner)
     doc = _document(events)
@@ -104,13 +93,13 @@ async def test_the_budget_is_respected(tmp_path: Path) -> None:
 
 async def test_resume_continues_without_rerunning(tmp_path: Path) -> None:
     out = tmp_path / "t.json"
-    first = ScriptedEngine(speeds=SPEEDS)
-    await _run(TuneRunner(first, _tune(), outputs=[out]), stop_after=6)
+    first = ScriptedEngine(speeds=TUNE_SPEEDS)
+    await _run(TuneRunner(first, tune_document(), outputs=[out]), stop_after=6)
     saved = TuneDocument.model_validate_json(out.read_text())
     assert saved.stopped == "interrupted"
     done = {r.seq for r in saved.compare.runs}
     assert len(done) == 6
-    second = ScriptedEngine(speeds=SPEEDS)
+    second = ScriptedEngine(speeds=TUNE_SPEEDS)
     events = await _run(TuneRunner(second, saved, outputs=[out]))
     doc = _document(events)
     assert doc.complete
@@ -122,15 +111,17 @@ async def test_resume_continues_without_rerunning(tmp_path: Path) -> None:
 
 
 def test_the_json_has_the_documented_fields(tmp_path: Path) -> None:
-    data = json.loads(_tune().model_dump_json())
+    data = json.loads(tune_document().model_dump_json())
     for key in ("format", "complete", "budget_s", "elapsed_s", "skipped", "candidates", "winners"):
         assert key in data
     assert data["format"] == "spectui-tune/1"
 
 
 async def test_candidate_results_carry_the_issue_fields(tmp_path: Path) -> None:
-    engine = ScriptedEngine(speeds=SPEEDS)
-    events = await _run(TuneRunner(engine, _tune(("a", "b")), outputs=[tmp_path / "t.json"]))
+    engine = ScriptedEngine(speeds=TUNE_SPEEDS)
+    events = await _run(
+        TuneRunner(engine, tune_document(("a", "b")), outputs=[tmp_path / "t.json"])
+    )
     data = json.loads(_document(events).model_dump_json())
     candidate = next(c for c in data["candidates"] if c["config"] == "ngram-simple")
     assert {"config", "args", "results"} <= set(candidate)
@@ -167,15 +158,15 @@ async def test_a_spent_budget_can_be_extended_on_resume(tmp_path: Path) -> None:
     out = tmp_path / "t.json"
     ticks = itertools.count()
     first = TuneRunner(
-        ScriptedEngine(speeds=SPEEDS),
-        _tune(budget_s=20),
+        ScriptedEngine(speeds=TUNE_SPEEDS),
+        tune_document(budget_s=20),
         outputs=[out],
         clock=lambda: float(next(ticks)),
     )
     stopped = _document(await _run(first))
     assert stopped.stopped == "budget"
     more = stopped.model_copy(update={"budget_s": 600.0})  # what --resume --budget 10m does
-    second = ScriptedEngine(speeds=SPEEDS)
+    second = ScriptedEngine(speeds=TUNE_SPEEDS)
     done = _document(await _run(TuneRunner(second, more, outputs=[out])))
     assert done.complete and done.stopped == "finished"
     assert done.elapsed_s >= stopped.elapsed_s  # time adds up over sessions

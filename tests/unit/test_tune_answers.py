@@ -9,8 +9,7 @@ from spectui.core.compare.checkers import Checker
 from spectui.core.tune.models import TuneDocument
 from spectui.core.tune.runner import TuneFinished, TuneRunner, new_document
 
-from .compare_helpers import ScriptedEngine, document, plan
-from .test_compare_divergence import BASELINE, CHANGED, FakeProber
+from .compare_helpers import BASELINE, CHANGED, FakeProber, ScriptedEngine, document, plan
 
 SPEEDS = {"ngram-simple": 500.0, "ngram-mod": 1500.0}
 """ngram-simple is 2x the baseline but changes its answer at a near-tie."""

@@ -3,30 +3,28 @@ engine, shows the winner's verdicts, and quitting closes the engine."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
+from helpers.wait import await_until
 from spectui.config import Settings
 from spectui.core.tune.runner import TuneRunner
 from spectui.ui.apps.tune import TuneApp
 from spectui.ui.screens.tune import TuneProgressed, TuneScreen
 
-from .compare_helpers import ScriptedEngine
-from .test_tune import SPEEDS, _tune
+from .compare_helpers import TUNE_SPEEDS, ScriptedEngine, tune_document
 
 
 async def test_the_leaderboard_fills_in_and_names_the_winner(tmp_path: Path) -> None:
-    engine = ScriptedEngine(speeds=SPEEDS)
-    runner = TuneRunner(engine, _tune(), outputs=[tmp_path / "t.json"])
+    engine = ScriptedEngine(speeds=TUNE_SPEEDS)
+    runner = TuneRunner(engine, tune_document(), outputs=[tmp_path / "t.json"])
     posted: list[object] = []
     app = TuneApp(engine, Settings(), runner)
     async with app.run_test(size=(140, 30), message_hook=posted.append) as pilot:
-        for _ in range(200):
-            await pilot.pause()
-            screen = app.screen
-            if isinstance(screen, TuneScreen) and screen.finished:
-                break
-            await asyncio.sleep(0.01)
+        await await_until(
+            lambda: isinstance(app.screen, TuneScreen) and app.screen.finished,
+            "the leaderboard finished",
+            pause=pilot.pause,
+        )
         screen = app.screen
         assert isinstance(screen, TuneScreen) and screen.finished
         table = screen.table
