@@ -1,7 +1,8 @@
-"""Typed messages the engine workers post to the main screen.
+"""Typed messages the engine workers post to a run screen's `RunView` (a live server's
+operations: to the live screen).
 
 Workers translate `spectui.core.events` into these; widgets never see a raw engine iterator.
-They do not bubble: the screen that runs the workers handles them, nothing above it needs to.
+They do not bubble: the view or screen they are posted to handles them, nothing above it needs to.
 High-rate events arrive batched (`TokensArrived`) or coalesced (`can_replace`), so a fast server
 over a slow link costs the UI at most one update per flush interval.
 """
@@ -34,10 +35,16 @@ class ServerStateChanged(Message, bubble=False):
 class RunStarted(Message, bubble=False):
     """A generation was sent to the server."""
 
-    def __init__(self, request: GenerationRequest, spec_label: str) -> None:
+    def __init__(
+        self, request: GenerationRequest, label: str, spec_label: str, detail: str | None = None
+    ) -> None:
         super().__init__()
         self.request = request
+        self.label = label
+        """The prompt's label (the answer pane's title)."""
         self.spec_label = spec_label
+        self.detail = detail
+        """The server bar's detail while the run streams (a followed run: its file), or None."""
 
 
 class TokensArrived(Message, bubble=False):
@@ -98,3 +105,13 @@ class RunFailed(Message, bubble=False):
     def __init__(self, error: ErrorEvent) -> None:
         super().__init__()
         self.error = error
+
+
+class RunLeft(Message, bubble=False):
+    """A run's stream ended without a summary, and that is no error (a followed session's file:
+    the next run began, or the file was cut)."""
+
+    def __init__(self, status: str) -> None:
+        super().__init__()
+        self.status = status
+        """What the panes say about the run."""

@@ -1,8 +1,8 @@
 """The follower's screen: the live main screen drawn from a session file as it is written.
 
 `FollowScreen` composes the live screen's `RunView` and has one worker: it reads the runs a
-`SessionFollower` finds, posts each run's opening, and pumps its events through the same
-`bridge.pump` as a live run, so the same panes draw them (tokens coloured by origin, metrics
+`SessionFollower` finds, posts each run's opening, and plays its events in the `RunView` as a live
+run is played, so the same panes draw them (tokens coloured by origin, metrics
 with the previous run beside the current one, charts, the CPU line). Nothing here can run,
 stop, switch or restart: those keys are bound, out of the footer, and explain that the
 presenter does that. A banner says whom it follows and how that run stands.
@@ -10,7 +10,6 @@ presenter does that. A banner says whom it follows and how that run stands.
 
 from __future__ import annotations
 
-import contextlib
 from typing import ClassVar
 
 from rich.text import Text
@@ -18,7 +17,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.css.query import NoMatches
 from textual.events import Resize
 from textual.message import Message
 from textual.screen import Screen
@@ -29,22 +27,12 @@ from textual.worker import Worker, WorkerState
 from spectui.core.events import ServerState, ServerStateEvent
 from spectui.core.sessions.follow import FollowEngine, short_path
 from spectui.core.sessions.tail import FollowedRun, FollowState, SessionFollower
-from spectui.ui.bridge import pump
 from spectui.ui.compositor import use_lean_compositor
-from spectui.ui.messages import (
-    MemorySampled,
-    MetricsUpdated,
-    PromptProgressed,
-    RunEnded,
-    RunFailed,
-    ServerStateChanged,
-    TokensArrived,
-)
+from spectui.ui.messages import RunLeft, RunStarted
 from spectui.ui.screens.dialogs import HELP_TEXT, HelpScreen
 from spectui.ui.screens.slots import NO_LANES, slots_screen_for
 from spectui.ui.widgets.charts import ChartsPane
-from spectui.ui.widgets.run_display import RunData
-from spectui.ui.widgets.run_view import RUN_SCREEN, RunView, app_title, log_lines
+from spectui.ui.widgets.run_view import RUN_SCREEN, RunView
 from spectui.ui.widgets.server import ServerPane
 from spectui.ui.widgets.tokens import AnswerPane
 
@@ -61,6 +49,9 @@ QUIET = (FollowState.WAITING, FollowState.STOPPED)
 """States of a run whose file has gone quiet: the answer pane says so too."""
 
 READ_ONLY = "a follower only watches: the presenter runs, stops and switches"
+
+LEFT = "ended without a summary · the next run began"
+"""What the panes say of a run whose file ended without its summary."""
 
 
 def compact(path_text: str) -> str:
@@ -109,15 +100,7 @@ class FollowBanner(Widget):
 
 
 class RunOpened(Message, bubble=False):
-    """A session file's header arrived: a new run to draw."""
-
-    def __init__(self, run: FollowedRun) -> None:
-        super().__init__()
-        self.run = run
-
-
-class RunLeft(Message, bubble=False):
-    """A run's file ended without a summary (the next run began, or the file was cut)."""
+    """A session file's header arrived: the banner names the new run."""
 
     def __init__(self, run: FollowedRun) -> None:
         super().__init__()
@@ -187,8 +170,9 @@ class FollowScreen(Screen[None]):
         self.follower: SessionFollower = engine.follower
         self.follower.on_note = lambda text: self.post_message(Note(text))
         self.follower.on_state = lambda state: self.post_message(StateChanged(state))
-        self.state: ServerState | None = None
-        """The followed server's state as its runs tell it."""
+        self.server = ServerPane(engine)
+        self.run_view = RunView(self.server)
+        self.run_view.note = self._quiet_words
         self.notes: list[str] = []
         """Every note shown, oldest first (tests read them; the user sees notifications)."""
         self.states: list[FollowState] = []
@@ -196,8 +180,8 @@ class FollowScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield FollowBanner(short_path(self.follower.target))
-        yield ServerPane(self.engine.info, id="server")
-        yield RunView()
+        yield self.server
+        yield self.run_view
         yield Footer()
 
     @property
@@ -205,12 +189,9 @@ class FollowScreen(Screen[None]):
         return self.query_one(FollowBanner)
 
     @property
-    def run_view(self) -> RunView:
-        return self.query_one(RunView)
-
-    @property
-    def server(self) -> ServerPane:
-        return self.query_one(ServerPane)
+    def state(self) -> ServerState | None:
+        """The followed server's state as its runs tell it."""
+        return self.server.state
 
     @property
     def answer(self) -> AnswerPane:
@@ -229,11 +210,8 @@ class FollowScreen(Screen[None]):
         if self.app.return_code is not None:
             return  # the app is closing (a SIGTERM at start-up): its widgets may be gone
         self.run_view.set_title("waiting for a run", "waiting for the presenter's next run…")
-        self.set_interval(1.0, self._refresh_log)
-        self._show_state(
-            ServerStateEvent(state=ServerState.READY, detail=self.engine.ready_detail())
-        )
-        self.server.bar.set_info(self.engine.info)
+        ready = ServerStateEvent(state=ServerState.READY, detail=self.engine.ready_detail())
+        self.server.show_state(ready)
         self._follow_runs()
 
     def on_resize(self, event: Resize) -> None:
@@ -248,11 +226,12 @@ class FollowScreen(Screen[None]):
     @work(exclusive=True, exit_on_error=False, group="follow")
     async def _follow_runs(self) -> None:
         async for run in self.follower.runs():
-            post = self.run_view.poster(self, self.run_view.next_run())
+            header = run.header
+            label = header.label or run.path.stem
+            opening = RunStarted(header.request, label, header.server.spec_label, run.path.name)
+            ident = self.run_view.start(opening)
             self.post_message(RunOpened(run))
-            ended = await pump(run.events(), post)
-            if not ended:
-                post(RunLeft(run))
+            await self.run_view.play(run.events(), ident, unended=RunLeft(LEFT))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group == "follow" and event.state is WorkerState.ERROR:
@@ -262,71 +241,18 @@ class FollowScreen(Screen[None]):
 
     @on(RunOpened)
     def _run_opened(self, message: RunOpened) -> None:
-        run = message.run
-        header = run.header
-        label = header.label or run.path.stem
-        self.run_view.begin(label, header.server.spec_label)
-        self.server.bar.set_info(self.engine.info)
-        self._show_state(ServerStateEvent(state=ServerState.GENERATING, detail=run.path.name))
-        self.banner.show(run, self.follower.state)
-
-    @on(TokensArrived)
-    @on(MetricsUpdated)
-    @on(MemorySampled)
-    @on(PromptProgressed)
-    def _run_data(self, message: RunData) -> None:
-        self.run_view.display_of_run.show(message)
-        if isinstance(message, MemorySampled):
-            self.server.bar.set_cpu(message.event)
-        elif isinstance(message, TokensArrived) and self.follower.state in QUIET:
-            # A batch read before the file went quiet can be drawn after the state says so (the
-            # bridge flushes on its own clock), titling the pane 'generating': put the quiet
-            # state back once it has.
-            self.call_later(self._show_quiet)
-
-    @on(RunEnded)
-    def _run_finished(self, message: RunEnded) -> None:
-        self.run_view.display_of_run.finished(message.summary)
-        self._run_over()
-
-    @on(RunFailed)
-    def _run_failed(self, message: RunFailed) -> None:
-        self.run_view.display_of_run.failed(message.error)
-        self.notify(message.error.message, title="Run failed", severity="error")
-        self._run_over()
-
-    @on(RunLeft)
-    def _run_left(self, message: RunLeft) -> None:
-        if self.running:
-            self.run_view.display_of_run.stopped("ended without a summary · the next run began")
-            self._run_over()
-
-    def _run_over(self) -> None:
-        self.run_view.running = False
-        if self.state is ServerState.GENERATING:
-            self._show_state(ServerStateEvent(state=ServerState.READY))
-
-    @on(ServerStateChanged)
-    def _server_state(self, message: ServerStateChanged) -> None:
-        self._show_state(message.event)  # what the presenter's server went through
-
-    def _show_state(self, event: ServerStateEvent) -> None:
-        self.state = event.state
-        self.server.show_state(event, self.engine.info, self._log_lines)
-        self.app.title = app_title(self.engine.info)
+        self.banner.show(message.run, self.follower.state)
 
     @on(StateChanged)
     def _state_changed(self, message: StateChanged) -> None:
         self.states.append(message.state)
         self.banner.show(self.follower.current, message.state)
-        self._show_quiet()
+        self.run_view.show_note()
 
-    def _show_quiet(self) -> None:
+    def _quiet_words(self) -> str | None:
+        """What the answer pane says while the followed file is quiet."""
         state = self.follower.state
-        # (Deferred: by now the app may be tearing the screen down.)
-        if state in QUIET and self.running and self.is_attached:
-            with contextlib.suppress(NoMatches):
-                self.answer.finish(STATE_WORDS[state])
+        return STATE_WORDS[state] if state in QUIET else None
 
     @on(Note)
     def _note(self, message: Note) -> None:
@@ -338,15 +264,8 @@ class FollowScreen(Screen[None]):
     def action_read_only(self, what: str) -> None:
         self.notify(f"cannot {what}: {READ_ONLY}", title="Follow")
 
-    def _log_lines(self) -> list[str]:
-        return log_lines(self.engine)
-
-    def _refresh_log(self) -> None:
-        if self.server.log_visible and self.state is not ServerState.FAILED:
-            self.server.show_log(self._log_lines())
-
     def action_toggle_log(self) -> None:
-        self.server.toggle_log(self._log_lines())
+        self.server.toggle_log()
 
     def action_slots(self) -> None:
         screen = slots_screen_for(self.engine)

@@ -1,7 +1,7 @@
 """The live screen: the server bar over a `RunView`; keys to run, stop, switch and restart.
 
-Workers are thin: each iterates one engine iterator through `bridge.pump`, which posts typed
-messages; the handlers below hand them to the widgets. Two documented locks keep the engine sane:
+Workers are thin: a server operation iterates the engine through `bridge.pump` into the handlers
+below; a run is played by the `RunView`, which draws it. Two documented locks keep the engine sane:
 
 * `operation` names the server operation in flight (start / switch / restart). While it is set,
   no other one starts, so hammering ``t`` can never run two switches at once.
@@ -29,20 +29,11 @@ from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from spectui.core.engine.base import Engine
 from spectui.core.errors import ServerStartError, SpectuiError
-from spectui.core.events import ErrorEvent, ServerState, ServerStateEvent
+from spectui.core.events import ServerState, ServerStateEvent
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.ui.bridge import Post, pump
 from spectui.ui.compositor import use_lean_compositor
-from spectui.ui.messages import (
-    MemorySampled,
-    MetricsUpdated,
-    PromptProgressed,
-    RunEnded,
-    RunFailed,
-    RunStarted,
-    ServerStateChanged,
-    TokensArrived,
-)
+from spectui.ui.messages import RunStarted, ServerStateChanged
 from spectui.ui.screens.dialogs import ConfirmScreen, HelpScreen
 from spectui.ui.screens.prompt_picker import PromptChoice, PromptPickerScreen
 from spectui.ui.screens.slots import NO_LANES, slots_screen_for
@@ -50,8 +41,7 @@ from spectui.ui.screens.spec_picker import SpecPickerScreen, model_facts
 from spectui.ui.state import UiState
 from spectui.ui.widgets.charts import ChartsPane
 from spectui.ui.widgets.metrics import MetricsPane
-from spectui.ui.widgets.run_display import RunData, RunDisplay
-from spectui.ui.widgets.run_view import RUN_SCREEN, RunView, app_title, log_lines
+from spectui.ui.widgets.run_view import RUN_SCREEN, RunView
 from spectui.ui.widgets.server import ServerPane
 from spectui.ui.widgets.tokens import AnswerPane
 
@@ -88,9 +78,10 @@ class MainScreen(Screen[None]):
         use_lean_compositor(self)
         self.engine = engine
         self.prompt = prompt
+        self.server = ServerPane(engine)
+        self.run_view = RunView(self.server)
         self.n_predict = n_predict
         """The user's explicit n_predict: the prompt picker keeps it over a prompt's own."""
-        self.state: ServerState | None = None
         self.ui_state = UiState.load()
         self._run_after_ready = autorun
         self._op_id = 0
@@ -103,32 +94,28 @@ class MainScreen(Screen[None]):
     # -- layout -------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield ServerPane(self.engine.info, id="server")
-        yield RunView()
+        yield self.server
+        yield self.run_view
         yield Footer()
 
     def on_mount(self) -> None:
         if self.app.return_code is not None:
             return  # the app is closing (a SIGTERM at start-up): its widgets may be gone
         self.run_view.set_title(self.prompt.label, "press r to run the prompt")
-        self.set_interval(1.0, self._refresh_log)
         self._start_operation("start", None, adopt=False)
 
     def on_resize(self, event: Resize) -> None:
         self.set_class(self.run_view.fit(event.size), "-wide")
 
     @property
-    def run_view(self) -> RunView:
-        return self.query_one(RunView)
+    def state(self) -> ServerState | None:
+        """The server's state as shown."""
+        return self.server.state
 
     @property
     def running(self) -> bool:
         """Whether a generation is streaming."""
         return self.run_view.running
-
-    @property
-    def run_display(self) -> RunDisplay:
-        return self.run_view.display_of_run
 
     @property
     def answer(self) -> AnswerPane:
@@ -141,10 +128,6 @@ class MainScreen(Screen[None]):
     @property
     def charts(self) -> ChartsPane:
         return self.run_view.charts
-
-    @property
-    def server(self) -> ServerPane:
-        return self.query_one(ServerPane)
 
     # -- workers ------------------------------------------------------------------------------
 
@@ -169,11 +152,7 @@ class MainScreen(Screen[None]):
 
     @work(exclusive=True, exit_on_error=False, group="run")
     async def _generation_worker(self, ident: int) -> None:
-        post = self.run_view.poster(self, ident)
-        ended = await pump(self.engine.run(self.prompt.request), post)
-        if not ended:
-            error = ErrorEvent(message="the stream ended without a summary", kind="protocol")
-            post(RunFailed(error))
+        await self.run_view.play(self.engine.run(self.prompt.request), ident)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker, state = event.worker, event.state
@@ -186,9 +165,7 @@ class MainScreen(Screen[None]):
         elif worker.group == "run" and worker is self._run_worker:
             self._run_worker = None
             if state is WorkerState.ERROR:
-                error = worker.error
-                message = str(error) if isinstance(error, SpectuiError) else repr(error)
-                self.post_message(RunFailed(ErrorEvent(message=message, kind="exception")))
+                self.run_view.worker_failed(worker.error)
 
     # -- server operations ----------------------------------------------------------------------
 
@@ -218,7 +195,9 @@ class MainScreen(Screen[None]):
         else:
             message = f"unexpected error: {error!r}"
         lines = error.log_tail if isinstance(error, ServerStartError) else []
-        self._show_state(ServerStateEvent(state=ServerState.FAILED, detail=message, log_tail=lines))
+        self.server.show_state(
+            ServerStateEvent(state=ServerState.FAILED, detail=message, log_tail=lines)
+        )
         self.notify(message, title="Server", severity="error")
 
     def _refuse_if_busy(self) -> bool:
@@ -315,10 +294,10 @@ class MainScreen(Screen[None]):
             return
         if self.running:
             self._stop_run("stopped for a re-run")
-        ident = self.run_view.next_run()
-        self.run_view.running = True
+        self._stopping = False
         spec = self.engine.info.spec
-        self.post_message(RunStarted(self.prompt.request, spec.label if spec else "unknown spec"))
+        spec_label = spec.label if spec else "unknown spec"
+        ident = self.run_view.start(RunStarted(self.prompt.request, self.prompt.label, spec_label))
         self._run_worker = self._generation_worker(ident)
 
     def action_stop(self) -> None:
@@ -346,41 +325,8 @@ class MainScreen(Screen[None]):
             self._run_worker.cancel()
             self._run_worker = None
         self.run_view.stopped(status)
-        if self.state is ServerState.GENERATING:
-            self._show_state(ServerStateEvent(state=ServerState.READY))
 
-    def _run_over(self) -> None:
-        self.run_view.running = self._stopping = False
-        if self.state is ServerState.GENERATING:
-            self._show_state(ServerStateEvent(state=ServerState.READY))
-
-    @on(RunStarted)
-    def _run_started(self, message: RunStarted) -> None:
-        self.run_view.begin(self.prompt.label, message.spec_label)
-        if self.state is ServerState.READY:
-            self._show_state(ServerStateEvent(state=ServerState.GENERATING))
-
-    @on(TokensArrived)
-    @on(MetricsUpdated)
-    @on(MemorySampled)
-    @on(PromptProgressed)
-    def _run_data(self, message: RunData) -> None:
-        self.run_display.show(message)
-        if isinstance(message, MemorySampled):
-            self.server.bar.set_cpu(message.event)
-
-    @on(RunEnded)
-    def _run_finished(self, message: RunEnded) -> None:
-        self.run_display.finished(message.summary)
-        self._run_over()
-
-    @on(RunFailed)
-    def _run_failed(self, message: RunFailed) -> None:
-        self.run_display.failed(message.error)
-        self.notify(message.error.message, title="Run failed", severity="error")
-        self._run_over()
-
-    # -- server state and log -------------------------------------------------------------------
+    # -- server state ---------------------------------------------------------------------------
 
     @on(ServerStateChanged)
     def _server_state(self, message: ServerStateChanged) -> None:
@@ -390,25 +336,10 @@ class MainScreen(Screen[None]):
             self._operation_refused = True
             self.notify(event.detail, title="Switch refused", severity="error")
             return
-        self._show_state(event)
-
-    def _show_state(self, event: ServerStateEvent) -> None:
-        self.state = event.state
-        self.server.show_state(event, self.engine.info, self._log_lines)
-        self._show_title()
-
-    def _show_title(self) -> None:
-        self.app.title = app_title(self.engine.info)
-
-    def _log_lines(self) -> list[str]:
-        return log_lines(self.engine)
-
-    def _refresh_log(self) -> None:
-        if self.server.log_visible and self.state is not ServerState.FAILED:
-            self.server.show_log(self._log_lines())
+        self.server.show_state(event)
 
     def action_toggle_log(self) -> None:
-        self.server.toggle_log(self._log_lines())
+        self.server.toggle_log()
 
     # -- pickers and help -----------------------------------------------------------------------
 

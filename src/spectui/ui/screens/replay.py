@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from textual import on, work
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.events import Resize
@@ -18,26 +18,15 @@ from textual.screen import Screen
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
-from spectui.core.errors import SpectuiError
-from spectui.core.events import ErrorEvent, ServerState, ServerStateEvent
+from spectui.core.events import ServerState, ServerStateEvent
 from spectui.core.sessions.replay import ReplayClock, ReplayEngine
-from spectui.ui.bridge import pump
 from spectui.ui.compositor import use_lean_compositor
-from spectui.ui.messages import (
-    MemorySampled,
-    MetricsUpdated,
-    PromptProgressed,
-    RunEnded,
-    RunFailed,
-    ServerStateChanged,
-    TokensArrived,
-)
+from spectui.ui.messages import RunStarted
 from spectui.ui.screens.dialogs import HelpScreen
 from spectui.ui.screens.prompt_picker import PromptChoice
 from spectui.ui.screens.slots import NO_LANES
 from spectui.ui.widgets.charts import ChartsPane
-from spectui.ui.widgets.run_display import RunData
-from spectui.ui.widgets.run_view import RUN_SCREEN, RunView, app_title, log_lines
+from spectui.ui.widgets.run_view import RUN_SCREEN, RunView
 from spectui.ui.widgets.server import ServerPane
 
 SPEED_CYCLE: tuple[float | None, ...] = (0.5, 1.0, 2.0, None)
@@ -104,23 +93,20 @@ class ReplayScreen(Screen[None]):
         self.engine = engine
         self.prompt = replay_choice(engine)
         self.autorun = autorun
-        self.state: ServerState | None = None
-        """The recorded server's state as the replay has reached it."""
+        self.server = ServerPane(engine)
+        self.run_view = RunView(self.server)
 
     def compose(self) -> ComposeResult:
-        yield ServerPane(self.engine.info, id="server")
-        yield RunView()
+        yield self.server
+        yield self.run_view
         yield Footer()
 
     def on_mount(self) -> None:
         if self.app.return_code is not None:
             return  # the app is closing (a SIGTERM at start-up): its widgets may be gone
         self.run_view.set_title(self.prompt.label, "press r to run the prompt")
-        self.set_interval(1.0, self._refresh_log)
-        self._show_state(
-            ServerStateEvent(state=ServerState.READY, detail=self.engine.ready_detail())
-        )
-        self.server.bar.set_info(self.engine.info)
+        ready = ServerStateEvent(state=ServerState.READY, detail=self.engine.ready_detail())
+        self.server.show_state(ready)
         self._show_clock()
         if self.autorun:
             self.action_run()
@@ -129,12 +115,9 @@ class ReplayScreen(Screen[None]):
         self.set_class(self.run_view.fit(event.size), "-wide")
 
     @property
-    def run_view(self) -> RunView:
-        return self.query_one(RunView)
-
-    @property
-    def server(self) -> ServerPane:
-        return self.query_one(ServerPane)
+    def state(self) -> ServerState | None:
+        """The recorded server's state as the replay has reached it."""
+        return self.server.state
 
     @property
     def charts(self) -> ChartsPane:
@@ -154,30 +137,22 @@ class ReplayScreen(Screen[None]):
         """Play the recording (again) from its start."""
         if self.state is ServerState.FAILED and not self.running:
             # A recorded server failure is part of the story, not a state to recover from.
-            self._show_state(ServerStateEvent(state=ServerState.READY, detail="replay"))
+            self.server.show_state(ServerStateEvent(state=ServerState.READY, detail="replay"))
         if self.running:
             self.run_view.stopped("stopped for a re-run")
-        ident = self.run_view.next_run()
         spec = self.engine.info.spec
-        self.run_view.begin(self.prompt.label, spec.label if spec else "unknown spec")
-        if self.state is ServerState.READY:
-            self._show_state(ServerStateEvent(state=ServerState.GENERATING))
-        self._play(ident)
+        spec_label = spec.label if spec else "unknown spec"
+        self._play(
+            self.run_view.start(RunStarted(self.prompt.request, self.prompt.label, spec_label))
+        )
 
     @work(exclusive=True, exit_on_error=False, group="run")
     async def _play(self, ident: int) -> None:
-        post = self.run_view.poster(self, ident)
-        ended = await pump(self.engine.run(self.prompt.request), post)
-        if not ended:
-            post(
-                RunFailed(ErrorEvent(message="the stream ended without a summary", kind="protocol"))
-            )
+        await self.run_view.play(self.engine.run(self.prompt.request), ident)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group == "run" and event.state is WorkerState.ERROR:
-            error = event.worker.error
-            message = str(error) if isinstance(error, SpectuiError) else repr(error)
-            self.post_message(RunFailed(ErrorEvent(message=message, kind="exception")))
+            self.run_view.worker_failed(event.worker.error)
 
     def action_stop(self) -> None:
         """Stop playing now (a recording has nothing to wind down)."""
@@ -186,12 +161,6 @@ class ReplayScreen(Screen[None]):
             return
         self.workers.cancel_group(self, "run")
         self.run_view.stopped("stopped")
-        self._run_over()
-
-    def _run_over(self) -> None:
-        self.run_view.running = False
-        if self.state is ServerState.GENERATING:
-            self._show_state(ServerStateEvent(state=ServerState.READY))
 
     def action_toggle_pause(self) -> None:
         self.engine.toggle_pause()
@@ -210,48 +179,10 @@ class ReplayScreen(Screen[None]):
     def action_explain(self, text: str) -> None:
         self.notify(text, title="Replay")
 
-    # -- what a play posts ----------------------------------------------------------------------
-
-    @on(TokensArrived)
-    @on(MetricsUpdated)
-    @on(MemorySampled)
-    @on(PromptProgressed)
-    def _run_data(self, message: RunData) -> None:
-        self.run_view.display_of_run.show(message)
-        if isinstance(message, MemorySampled):
-            self.server.bar.set_cpu(message.event)
-
-    @on(RunEnded)
-    def _run_finished(self, message: RunEnded) -> None:
-        self.run_view.display_of_run.finished(message.summary)
-        self._run_over()
-
-    @on(RunFailed)
-    def _run_failed(self, message: RunFailed) -> None:
-        self.run_view.display_of_run.failed(message.error)
-        self.notify(message.error.message, title="Run failed", severity="error")
-        self._run_over()
-
-    @on(ServerStateChanged)
-    def _server_state(self, message: ServerStateChanged) -> None:
-        self._show_state(message.event)  # what the recorded server went through
-
-    def _show_state(self, event: ServerStateEvent) -> None:
-        self.state = event.state
-        self.server.show_state(event, self.engine.info, self._log_lines)
-        self.app.title = app_title(self.engine.info)
-
     # -- log, slots, help -----------------------------------------------------------------------
 
-    def _log_lines(self) -> list[str]:
-        return log_lines(self.engine)
-
-    def _refresh_log(self) -> None:
-        if self.server.log_visible and self.state is not ServerState.FAILED:
-            self.server.show_log(self._log_lines())
-
     def action_toggle_log(self) -> None:
-        self.server.toggle_log(self._log_lines())
+        self.server.toggle_log()
 
     def action_slots(self) -> None:
         self.notify(NO_LANES, title="Slots")

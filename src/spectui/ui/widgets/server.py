@@ -1,12 +1,12 @@
 """The server pane: what runs, in which state, and (toggled with ``l``) its recent log lines.
 
 States carry a glyph as well as a colour so they read in monochrome; a failure expands the log so
-the cause is on screen without another key press.
+the cause is on screen without another key press. The pane owns what a run screen shows of its
+source's server: the state, the log (polled while open) and the app's title.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from time import monotonic
 from typing import ClassVar
 
@@ -16,7 +16,7 @@ from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Log
 
-from spectui.core.engine.base import ServerInfo
+from spectui.core.engine.base import RunSource, ServerInfo
 from spectui.core.events import MemoryEvent, ServerState, ServerStateEvent
 
 GLYPHS = {
@@ -31,6 +31,27 @@ GLYPHS = {
 
 LOG_LINES = 200
 """Log lines the pane keeps (the engine keeps its own ring buffer; this is just the view)."""
+
+LOG_TAIL_LINES = 50
+"""Server log lines fetched for the log view and failure reports."""
+
+LOG_POLL_S = 1.0
+"""How often an open log view is read again."""
+
+
+def log_lines(source: RunSource) -> list[str]:
+    """What the log view shows for ``source``; never raises (the log view must never take the
+    app down)."""
+    try:
+        return source.log_tail(LOG_TAIL_LINES)
+    except Exception as error:
+        return [f"(could not read the server log: {error})"]
+
+
+def app_title(info: ServerInfo) -> str:
+    """The server's whole config as the app's title, which Textual's screenshots (the command
+    palette's 'Save screenshot') put in their title bar; the metrics columns wrap it."""
+    return f"spectui · {info.spec.label}" if info.spec else "spectui"
 
 
 def describe(info: ServerInfo) -> str:
@@ -168,16 +189,22 @@ class ServerPane(Vertical):
     ServerPane.-show-log > #server-log { display: block; }
     """
 
-    def __init__(self, info: ServerInfo, *, id: str | None = None) -> None:
+    def __init__(self, source: RunSource, *, id: str | None = "server") -> None:
         super().__init__(id=id)
-        self._info = info
+        self.source = source
+        """What the pane shows the server of: its info, state and log."""
+        self.state: ServerState | None = None
+        """The server's state as last shown (a replay's or follower's: as recorded)."""
         self._log_shown_for_failure = False
         """The log was opened by a failure (not by the user): put it away on recovery."""
         self._log_lines: list[str] = []
 
     def compose(self) -> ComposeResult:
-        yield ServerBar(self._info, id="server-bar")
+        yield ServerBar(self.source.info, id="server-bar")
         yield Log(max_lines=LOG_LINES, id="server-log", auto_scroll=True)
+
+    def on_mount(self) -> None:
+        self.set_interval(LOG_POLL_S, self._poll_log)
 
     @property
     def bar(self) -> ServerBar:
@@ -191,25 +218,40 @@ class ServerPane(Vertical):
     def log_visible(self) -> bool:
         return self.has_class("-show-log")
 
-    def show_state(
-        self, event: ServerStateEvent, info: ServerInfo, log_lines: Callable[[], list[str]]
-    ) -> None:
+    def show_state(self, event: ServerStateEvent) -> None:
         """A new server state: the bar shows it; a failure opens the log with its cause, and
         recovery puts away a log that the failure opened."""
+        self.state = event.state
+        info = self.source.info
         bar = self.bar
         bar.set_state(event.state, event.detail)
         bar.set_info(info)
         if event.state is ServerState.FAILED:
             self._log_shown_for_failure = not self.log_visible or self._log_shown_for_failure
-            self.show_log(event.log_tail or log_lines(), visible=True)
+            self.show_log(event.log_tail or log_lines(self.source), visible=True)
         elif event.state is ServerState.READY and self._log_shown_for_failure:
             self._log_shown_for_failure = False
             self.show_log([], visible=False)
+        self.app.title = app_title(info)
 
-    def toggle_log(self, lines: list[str]) -> None:
+    def run_began(self) -> None:
+        """A run began: a ready server is generating."""
+        if self.state is ServerState.READY:
+            self.show_state(ServerStateEvent(state=ServerState.GENERATING))
+
+    def run_over(self) -> None:
+        """A run ended or stopped: a generating server is ready again."""
+        if self.state is ServerState.GENERATING:
+            self.show_state(ServerStateEvent(state=ServerState.READY))
+
+    def _poll_log(self) -> None:
+        if self.log_visible and self.state is not ServerState.FAILED:
+            self.show_log(log_lines(self.source))
+
+    def toggle_log(self) -> None:
         """The user shows or hides the log (and decides about it from now on)."""
         self._log_shown_for_failure = False
-        self.show_log(lines, visible=not self.log_visible)
+        self.show_log(log_lines(self.source), visible=not self.log_visible)
 
     def show_log(self, lines: list[str], *, visible: bool | None = None) -> None:
         """Replace the log view's lines; ``visible`` shows or hides it."""
