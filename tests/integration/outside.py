@@ -1,17 +1,22 @@
-"""Real llama-servers the tests start themselves (not spectui), and counting spectui's servers."""
+"""Real llama-servers the tests start themselves (not spectui), counting spectui's servers, and
+what the real-server tests share (a prompt, a key, an interrupted run)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import subprocess
+import threading
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import AsyncGenerator, Collection, Iterator
 from pathlib import Path
 
 import httpx
 import psutil
 
+from helpers.wait import wait_until
+from spectui.core.compare.runner import RunFinished
+from spectui.core.engine.base import Engine
 from spectui.core.llama.procs import die_with_parent
 from spectui.core.llama.server import free_port
 
@@ -22,6 +27,18 @@ op (seen: ~80x slower, tests at their hang guard); one thread only runs slower i
 
 FAST = ("--no-warmup", *ONE_THREAD)
 """The tests need a server, not a fast one: skip the warm-up run, one thread (`ONE_THREAD`)."""
+
+CODE_PROMPT = (
+    "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\n"
+    "# The same two functions again:\n\n"
+)
+"""A prompt whose answer repeats it: ngram drafts pay from the first tokens."""
+
+AUTH_KEY = "spectui-faults-key-7d2a9c"
+"""The API key the `authed_server` fixture's server requires."""
+
+OUTSIDE: set[int] = set()
+"""llama-servers the tests started themselves (not spectui's), left out of the counts."""
 
 
 def launched_servers(exclude: Collection[int] = ()) -> list[psutil.Process]:
@@ -37,14 +54,15 @@ def launched_servers(exclude: Collection[int] = ()) -> list[psutil.Process]:
 
 
 def wait_healthy(url: str, give_up_s: float) -> None:
-    """Until the server at ``url`` answers /health with 200 (it may still be loading), or the
-    time is up (the test then fails on what it finds)."""
-    deadline = time.monotonic() + give_up_s
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                return
-        time.sleep(0.2)
+    """Until the server at ``url`` answers /health with 200 (it may still be loading);
+    ``give_up_s`` is a hang guard."""
+    wait_until(
+        lambda: httpx.get(f"{url}/health", timeout=2).status_code == 200,
+        f"{url}/health answered 200",
+        give_up_s=give_up_s,
+        interval=0.2,
+        ignore=(httpx.TransportError,),
+    )
 
 
 @contextlib.contextmanager
@@ -73,3 +91,60 @@ def outside_server(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+MARK = "PYTEST_SPECTUI_RUN"
+"""Set by tests/conftest.py for the session; every server the tests start inherits it."""
+
+
+class ServerWatch:
+    """Counts this test session's live llama-server processes every 20 ms, in a thread."""
+
+    def __init__(self) -> None:
+        self.token = os.environ[MARK]
+        self.most = 0
+        """The most servers alive at once."""
+        self.samples = 0
+        """Samples that saw a server alive."""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _alive(self) -> int:
+        count = 0
+        for proc in psutil.process_iter(["name", "status"]):
+            if proc.info["name"] != "llama-server" or proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            with contextlib.suppress(psutil.Error):
+                if proc.environ().get(MARK) == self.token:
+                    count += 1
+        return count
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            alive = self._alive()
+            self.most = max(self.most, alive)
+            self.samples += 1 if alive else 0
+            time.sleep(0.02)  # (the sampling interval: a watch, not a wait)
+
+    def __enter__(self) -> ServerWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+async def interrupt_after(events: AsyncGenerator[object, None], engine: Engine, runs: int) -> None:
+    """Iterate a comparison's (or a tune's) events until ``runs`` runs finished, then stop as
+    an interruption would: the iterator closed, the engine and its server closed."""
+    finished = 0
+    try:
+        async with contextlib.aclosing(events) as stream:
+            async for event in stream:
+                if isinstance(event, RunFinished):
+                    finished += 1
+                    if finished == runs:
+                        break
+    finally:
+        await engine.aclose()

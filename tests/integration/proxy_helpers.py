@@ -1,15 +1,22 @@
-"""Running the proxy in the test's own event loop, and reading a llama-server's counters."""
+"""Running the proxy in the test's own event loop or as `spectui proxy`, and reading a
+llama-server's counters."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
 
 import httpx
 from pydantic import SecretStr
 
 from helpers.proxy import Records, serving
+from helpers.wait import wait_until
 from spectui.core.llama.protocol import ServerMetrics
+from spectui.core.llama.server import free_port
 from spectui.core.proxy.app import Proxy
 
 
@@ -30,6 +37,44 @@ async def running_proxy(
         upstream_key=SecretStr(upstream_key) if upstream_key else None,
     ) as running:
         yield running
+
+
+@contextlib.contextmanager
+def proxy_process(
+    *args: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`spectui proxy --format jsonl` as a subprocess on a free port; stopped with SIGTERM."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spectui.cli", "proxy", "--format", "jsonl",
+         "--listen", f"127.0.0.1:{port}", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+
+    def answering() -> bool:
+        """Any answer will do (it listens); or it is gone (the test reads why from its output)."""
+        if proc.poll() is None:
+            httpx.get(f"{url}/spectui/metrics", timeout=1)
+        return True
+
+    try:
+        wait_until(
+            answering,
+            f"spectui proxy listening on {url}",
+            interval=0.1,
+            ignore=(httpx.TransportError,),
+        )
+        yield url, proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=20)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 async def server_metrics(url: str, key: str | None = None) -> ServerMetrics:

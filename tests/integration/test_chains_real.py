@@ -21,6 +21,7 @@ from typing import Literal
 import httpx
 import pytest
 
+from helpers.cli import spectui
 from spectui.core.engine.live import launch_engine
 from spectui.core.events import StepEvent, SummaryEvent, TokenEvent, TokenOrigin
 from spectui.core.llama.binary import Capabilities
@@ -30,7 +31,6 @@ from spectui.core.request import GenerationRequest
 from spectui.testing.tiny_models import TinyModels
 
 from .outside import FAST, outside_server, wait_healthy
-from .test_cli_errors import spectui
 
 pytestmark = pytest.mark.server
 

@@ -13,34 +13,14 @@ from pathlib import Path
 import psutil
 import pytest
 
+from helpers.cli import one_clear_line, spectui
+
 from .fakes import serve
 from .outside import outside_server
 
 pytestmark = pytest.mark.server
 
 PROMPT = ["--prompt", "def add(a, b):\n    return a + b\n"]
-
-
-def spectui(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 600
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "spectui.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        stdin=subprocess.DEVNULL,
-    )
-
-
-def one_clear_line(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode != 0, result
-    assert "Traceback" not in result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("spectui: ")
-    return lines[0]
 
 
 def test_model_missing(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
+from helpers.cli import one_clear_line, spectui
 from spectui.app_setup import compare_setup
 from spectui.config import Settings
 from spectui.core.compare import runner as runner_module
@@ -31,8 +32,7 @@ from spectui.core.compare.store import CompareDocument, ServerOptions, load_docu
 from spectui.core.request import GenerationRequest
 
 from .outside import FAST, outside_server, wait_healthy
-from .test_cli_errors import one_clear_line, spectui
-from .test_proxy_cli_real import proxy_process
+from .proxy_helpers import proxy_process
 
 pytestmark = pytest.mark.server
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.cli import one_clear_line, spectui
 from spectui.app_setup import compare_setup
 from spectui.config import Settings
 from spectui.core.compare.models import ComparePlan
@@ -27,7 +28,6 @@ from spectui.core.llama.client import ServerClient
 from spectui.core.llama.protocol import ServerMetrics
 
 from .outside import FAST
-from .test_cli_errors import one_clear_line, spectui
 
 pytestmark = pytest.mark.server
 

@@ -9,25 +9,20 @@ two servers alive at once.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
-import os
-import threading
-import time
-from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
+from helpers.cli import spectui
 from spectui.app_setup import compare_setup
 from spectui.cli import main
 from spectui.config import Settings
+from spectui.core.compare.judge import speed_text
 from spectui.core.compare.models import ComparePlan
 from spectui.core.compare.prompt_files import load_prompts
-from spectui.core.compare.rule import speed_text
-from spectui.core.compare.runner import CompareRunner, RunFinished
+from spectui.core.compare.runner import CompareRunner
 from spectui.core.compare.setup import parse_configs
 from spectui.core.compare.store import (
     CompareDocument,
@@ -36,15 +31,10 @@ from spectui.core.compare.store import (
     load_document,
     write_atomic,
 )
-from spectui.core.engine.base import Engine
 
-from .outside import FAST
-from .test_cli_errors import spectui
+from .outside import FAST, ServerWatch, interrupt_after
 
 pytestmark = pytest.mark.server
-
-MARK = "PYTEST_SPECTUI_RUN"
-"""Set by tests/conftest.py for the session; every server the tests start inherits it."""
 
 PROMPTS = "builtin:table-row,code-edit"
 """Two prompts whose greedy answers stay identical under every config here (json-rewrite does
@@ -52,48 +42,6 @@ not: draft-simple's batched verification flips a near-tie on this build, and com
 N_PREDICT = 48
 STOP_AFTER = 7
 """Runs done before the simulated interruption (mid-way through the third config's block)."""
-
-
-class ServerWatch:
-    """Counts this test session's live llama-server processes every 20 ms, in a thread."""
-
-    def __init__(self) -> None:
-        self.token = os.environ[MARK]
-        self.most = 0
-        self.samples = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-
-    def _alive(self) -> int:
-        count = 0
-        for proc in psutil.process_iter(["name", "status"]):
-            if proc.info["name"] != "llama-server" or proc.info["status"] == psutil.STATUS_ZOMBIE:
-                continue
-            with contextlib.suppress(psutil.Error):
-                if proc.environ().get(MARK) == self.token:
-                    count += 1
-        return count
-
-    def _watch(self) -> None:
-        while not self._stop.is_set():
-            alive = self._alive()
-            self.most = max(self.most, alive)
-            self.samples += 1 if alive else 0
-            time.sleep(0.02)
-
-    def __enter__(self) -> ServerWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
-@pytest.fixture
-def watch() -> Iterator[ServerWatch]:
-    with ServerWatch() as w:
-        yield w
 
 
 async def _interrupted_run(gemma_model: Path, llama_binary: Path, out: Path) -> CompareDocument:
@@ -113,21 +61,6 @@ async def _interrupted_run(gemma_model: Path, llama_binary: Path, out: Path) -> 
     runner = CompareRunner(engine, document, outputs=[out], trust_code=True)
     await interrupt_after(runner.run(), engine, STOP_AFTER)
     return load_document(out)
-
-
-async def interrupt_after(events: AsyncGenerator[object, None], engine: Engine, runs: int) -> None:
-    """Iterate a comparison's (or a tune's) events until ``runs`` runs finished, then stop as
-    an interruption would: the iterator closed, the engine and its server closed."""
-    finished = 0
-    try:
-        async with contextlib.aclosing(events) as stream:
-            async for event in stream:
-                if isinstance(event, RunFinished):
-                    finished += 1
-                    if finished == runs:
-                        break
-    finally:
-        await engine.aclose()
 
 
 async def test_compare_interrupted_then_resumed(

@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from helpers.cli import spectui
 from spectui.core.events import TokenEvent, TokenOrigin
 from spectui.core.sessions.file import read_session
 from spectui.testing.tiny_models import TinyModels
 from spectui.ui.widgets.drafters import DRAFTER_MARKS
-
-from .test_cli_errors import spectui
 
 pytestmark = pytest.mark.server
 

@@ -22,12 +22,12 @@ import httpx
 import psutil
 import pytest
 
+from helpers.cli import one_clear_line, spectui
 from spectui.cli import main
 from spectui.config import state_dir
 
-from .test_cli_errors import one_clear_line, spectui
-from .test_faults_tui import KEY, authed_server  # noqa: F401 (a fixture)
-from .test_stream_real import CODE_PROMPT
+from .outside import AUTH_KEY as KEY
+from .outside import CODE_PROMPT
 
 pytestmark = pytest.mark.server
 
@@ -232,7 +232,7 @@ def test_stream_dies_mid_run_and_its_server_goes(fault: signal.Signals, gemma_mo
 
 
 def test_crash_with_an_api_key_writes_no_key(
-    authed_server: str,  # noqa: F811
+    authed_server: str,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:

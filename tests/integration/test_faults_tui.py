@@ -13,7 +13,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import psutil
@@ -34,8 +34,16 @@ from spectui.ui.screens.main import MainScreen
 from spectui.ui.screens.spec_picker import SpecPickerScreen
 
 from .fakes import serve
-from .outside import FAST, launched_servers, outside_server, wait_healthy
-from .test_stream_real import CODE_PROMPT, smollm_model  # noqa: F401 (a fixture)
+from .outside import (
+    AUTH_KEY as KEY,
+)
+from .outside import (
+    CODE_PROMPT,
+    FAST,
+    OUTSIDE,
+    launched_servers,
+    outside_server,
+)
 
 pytestmark = pytest.mark.server
 
@@ -112,10 +120,6 @@ def failed_with_log(app: SpectuiApp) -> None:
     assert log_lines(app)
 
 
-OUTSIDE: set[int] = set()
-"""llama-servers the tests started themselves (not spectui's), left out of the counts."""
-
-
 def servers_of_this_process() -> list[psutil.Process]:
     """Running llama-servers spectui launched from this process."""
     return launched_servers(exclude=OUTSIDE)
@@ -165,7 +169,7 @@ async def test_server_killed_mid_stream_then_retry(gemma_model: Path) -> None:
         assert not screen.server.log_visible  # the failure's log is put away on recovery
 
 
-async def test_incompatible_draft_model_on_switch(gemma_model: Path, smollm_model: Path) -> None:  # noqa: F811
+async def test_incompatible_draft_model_on_switch(gemma_model: Path, smollm_model: Path) -> None:
     settings = settings_for(gemma_model)
     engine = build_engine(settings)
     async with live_app(engine, settings) as (app, pilot):
@@ -224,19 +228,6 @@ async def test_stalled_stream() -> None:
             assert screen.answer.view.model.tokens  # the token before the stall is shown
             # The server itself is fine: the app is ready for another run.
             await wait_for(pilot, state_is(app, ServerState.READY), "ready")
-
-
-KEY = "spectui-faults-key-7d2a9c"
-
-
-@pytest.fixture(scope="module")
-def authed_server(llama_binary: Path, gemma_model: Path) -> Iterator[str]:
-    """A llama-server started outside spectui that requires an API key; yields its URL."""
-    with outside_server(llama_binary, gemma_model, env={"LLAMA_API_KEY": KEY}) as (url, pid):
-        OUTSIDE.add(pid)
-        wait_healthy(url, GIVE_UP_S)
-        yield url
-    OUTSIDE.discard(pid)
 
 
 @pytest.mark.parametrize(("key", "says"), [(None, "needs an API key"), ("wrong-3e1f", "rejected")])

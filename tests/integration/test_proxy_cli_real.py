@@ -6,60 +6,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import psutil
 import pytest
 
+from helpers.cli import one_clear_line, spectui
 from spectui.core.llama.server import free_port
 from spectui.core.proxy.models import RequestStatus
 
 from .outside import outside_server, wait_healthy
-from .proxy_helpers import running_proxy
-from .test_cli_errors import one_clear_line, spectui
+from .proxy_helpers import proxy_process, running_proxy
 
 pytestmark = pytest.mark.server
 
 KEY = "sk-upstream-0123456789-secret"
 CLIENT_KEY = "sk-proxy-abcdef-secret"
-
-
-@contextlib.contextmanager
-def proxy_process(
-    *args: str, env: dict[str, str] | None = None
-) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """`spectui proxy --format jsonl` as a subprocess on a free port; stopped with SIGTERM."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "spectui.cli", "proxy", "--format", "jsonl",
-         "--listen", f"127.0.0.1:{port}", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        env={**os.environ, **(env or {})},
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and proc.poll() is None:
-            with contextlib.suppress(httpx.TransportError):
-                httpx.get(url + "/spectui/metrics", timeout=1)
-                break
-            time.sleep(0.1)
-        yield url, proc
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=20)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def test_keys_401_record_and_compare(llama_binary: Path, gemma_model: Path, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
+from helpers.cli import spectui
 from spectui.app_setup import recorder
 from spectui.cli import main
 from spectui.config import Settings
@@ -22,8 +23,7 @@ from spectui.core.request import GenerationRequest
 from spectui.core.sessions.file import read_session
 from spectui.core.sessions.replay import ReplayClock, ReplayEngine, recompute
 
-from .test_cli_errors import spectui
-from .test_stream_real import CODE_PROMPT
+from .outside import CODE_PROMPT
 
 pytestmark = pytest.mark.server
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from helpers.cli import one_clear_line
 from spectui.core.engine.live import launch_engine
 from spectui.core.events import ServerState, ServerStateEvent
 from spectui.core.llama.binary import Capabilities
 from spectui.core.llama.specconfig import SpecConfig
 
 from .outside import FAST
-from .test_cli_errors import one_clear_line
 
 pytestmark = pytest.mark.server
 

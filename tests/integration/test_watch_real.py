@@ -13,11 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from helpers.cli import spectui
 from spectui.core.proxy.watch import ServerWatcher, SpecCounters
 
 from .outside import outside_server, wait_healthy
 from .proxy_helpers import delta, server_metrics
-from .test_cli_errors import spectui
 
 pytestmark = pytest.mark.server
 

@@ -21,9 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from helpers.cli import one_clear_line, spectui
 from spectui.core.sessions.file import read_session
-
-from .test_cli_errors import one_clear_line, spectui
 
 if TYPE_CHECKING:
     from spectui.testing.tiny_models import TinyModels

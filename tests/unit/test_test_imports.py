@@ -1,0 +1,54 @@
+"""No test module imports another test module (or a conftest): what tests share lives in
+conftest.py fixtures and in helper modules (tests/helpers/, `*_helpers.py`, `outside.py`...)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent.parent
+
+
+def _shared_from_tests(path: Path) -> list[str]:
+    """The modules ``path`` imports that are test modules or conftests, as written."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            names = [base] if base else []
+            # `from . import test_x` names the module in the imported names.
+            names += [f"{base}.{a.name}" if base else a.name for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        for name in names:
+            last = name.rsplit(".", 1)[-1]
+            if last.startswith("test_") or last == "conftest":
+                found.append(f"{'.' * getattr(node, 'level', 0)}{name}")
+    return found
+
+
+def test_no_test_module_imports_another() -> None:
+    offenders = {
+        str(path.relative_to(TESTS)): found
+        for path in sorted(TESTS.rglob("*.py"))
+        if (found := _shared_from_tests(path))
+    }
+    assert offenders == {}, "move what they share to a conftest fixture or a helper module"
+
+
+def test_the_check_sees_each_form(tmp_path: Path) -> None:
+    sample = tmp_path / "test_sample.py"
+    sample.write_text(
+        "from .test_a import x\nfrom . import test_b\nimport unit.test_c\n"
+        "from integration.test_d import y\nfrom .conftest import z\n"
+        "from .compare_helpers import ok\nfrom helpers.wait import wait_until\n"
+    )
+    assert _shared_from_tests(sample) == [
+        ".test_a",
+        ".test_b",
+        "unit.test_c",
+        "integration.test_d",
+        ".conftest",
+    ]
