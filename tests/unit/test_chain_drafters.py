@@ -36,7 +36,6 @@ from spectui.core.sessions.file import Session, SessionHeader
 from spectui.core.sessions.replay import recompute
 from spectui.core.stream.naming import RunNaming, namer_for, server_slots
 from spectui.core.stream.run import ChunkProcessor
-from spectui.core.tune.space import ModelFacts, build_space
 
 HELP = (Path(__file__).parent.parent / "fixtures" / "help.txt").read_text()
 
@@ -353,29 +352,6 @@ def test_every_step_named_as_the_server_drafted_it(
     assert names == _truth(points)
     drafted = {n: sum(p.drafted for p in points if p.truth == n) for n in set(names)}
     assert sum(drafted.values()) == sum(p.drafted for p in points)
-
-
-def test_tune_adds_chains_where_a_model_drafter_can_run() -> None:
-    caps = parse_help(HELP)
-    candidates, _ = build_space(caps, HELP, ModelFacts(mtp_layers=1))
-    chains = [c for c in candidates if "," in c.type]
-    assert [c.text for c in chains] == ["ngram-mod,draft-mtp", "ngram-simple,draft-mtp"]
-    for chain in chains:
-        # One config, as compare reads it; not replayed (the model drafter's steps are not
-        # known without a run), with the settings of its n-gram member for the replicas.
-        assert SpecConfig.parse(chain.text).types == tuple(chain.text.split(","))
-        SpecConfig.parse(chain.text).to_args(caps)
-        assert not chain.replayed and chain.predicted_from is None
-    assert chains[0].settings["--spec-ngram-mod-n-match"] == 24
-    # Chains come after every type's defaults, before the knobs moved off them.
-    order = [c.text for c in candidates]
-    firsts = [i for i, c in enumerate(candidates) if " --" not in c.text and "," not in c.type]
-    assert order.index("ngram-mod,draft-mtp") > max(firsts)
-    # Without a model drafter (no MTP layers, no draft model) there is no chain.
-    plain, _ = build_space(caps, HELP, ModelFacts(mtp_layers=0))
-    assert not [c for c in plain if "," in c.type]
-    only, _ = build_space(caps, HELP, ModelFacts(mtp_layers=1), types=["ngram-simple", "draft-mtp"])
-    assert [c.text for c in only if "," in c.type] == ["ngram-simple,draft-mtp"]
 
 
 def _payloads(output: Sequence[int], points: list[Point]) -> list[str]:

@@ -39,6 +39,7 @@ from spectui.core.compare.store import (
 )
 from spectui.core.engine.base import Engine
 from spectui.core.events import ServerState
+from spectui.core.tune.chains import with_chains
 from spectui.core.tune.models import Prediction, TuneDocument
 from spectui.core.tune.predict import usable
 from spectui.core.tune.report import refreshed
@@ -177,6 +178,12 @@ class TuneRunner:
             if not pending:
                 if compare.plan.reps == 1 and not self.document.prompt_tokens:
                     await self._tokenize()
+                if compare.plan.reps == 1:
+                    # Chains of round one's best n-gram candidates join from round two.
+                    chained = with_chains(self.document)
+                    if chained is not self.document:
+                        self.save(chained.compare, space=chained.space)
+                        compare = self.document.compare
                 ranked = usable(self.document.cost_model) and compare.plan.reps == 1
                 predicted = {c.config: c.predicted for c in self.document.candidates}
                 overall = {c.config: c.overall for c in self.document.candidates}

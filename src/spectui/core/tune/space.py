@@ -4,8 +4,9 @@ Types come from the binary's ``--help`` (`Capabilities`), narrowed by what was g
 need a draft model, ``draft-mtp`` a model with MTP layers, eagle3/dflash/dspark a drafter of
 their kind (`specconfig.type_problem`). Each knob's values are set around its ``--help`` default
 (the default is always one of them), so a new build's new defaults move the grid with it.
-Where a model drafter can run, chains of n-gram types before it (`chains_of`) are candidates
-too, each one config measured as a whole. What is left out is listed with the reason.
+Chains of an n-gram type before a model drafter are not in the first round's space: they are
+made after it from its best n-gram candidates (`chain_of`, `tune.chains`), each one config
+measured as a whole. What is left out is listed with the reason.
 """
 
 from __future__ import annotations
@@ -112,11 +113,14 @@ class Candidate(BaseModel):
 
     @property
     def label(self) -> str:
-        """'ngram-mod (n-match 12, n-max 16)': the type and the knobs moved off their default."""
+        """'ngram-mod (n-match 12, n-max 16)': the type and the knobs moved off their default
+        (a chain's: each knob named without its member's type)."""
         tokens = self.text.split()[1:]
         moved = []
         for flag, value in zip(tokens[::2], tokens[1::2], strict=False):
-            name = flag.removeprefix("--spec-").removeprefix(f"{self.type}-")
+            name = flag.removeprefix("--spec-")
+            for member in self.type.split(","):
+                name = name.removeprefix(f"{member}-")
             moved.append(f"{name.removeprefix('draft-')} {value}")
         return f"{self.type} ({', '.join(moved)})" if moved else self.type
 
@@ -199,38 +203,35 @@ def build_space(
             skipped.append(Skipped(type=name, reason=problem))
             continue
         out += candidates_of(name, caps, defaults)
-    out += chains_of(out, defaults)
-    # Every type as --help sets it first (the chains after them), then one knob moved, then
-    # two: a budget that runs out in round one has still measured each type's defaults.
+    # Every type as --help sets it first, then one knob moved, then two: a budget that runs
+    # out in round one has still measured each type's defaults.
     out.sort(key=lambda c: c.text.count(" --"))
     return out, skipped
 
 
-CHAIN_NGRAMS = ("ngram-mod", "ngram-simple")
-"""The n-gram types a chain candidate puts before the model drafter, at their defaults: the
-chain users report gains with (``ngram-mod,draft-mtp``) and the stateless one. Which n-gram
-knobs suit a chain best is not known before round one, so the defaults stand in for them."""
 CHAIN_MODELS = ("draft-mtp", "draft-eagle3", "draft-dflash", "draft-dspark", "draft-simple")
 """The model drafter a chain takes, the first of these the space can run (MTP when the model
 has MTP layers, else the draft model's kind)."""
 
 
-def chains_of(candidates: Sequence[Candidate], defaults: dict[str, str]) -> list[Candidate]:
-    """Chain candidates (``--spec-type ngram-mod,draft-mtp``): each of the `CHAIN_NGRAMS` the
-    space has, at its defaults, before the model drafter the space can run, if any. A chain is
-    one config, run and measured as a whole like any other (its n-gram and model steps share
-    one server, and whichever drafts first takes the step): nothing is added up from its
-    members' own results."""
-    types = {c.type for c in candidates}
-    model = next((t for t in CHAIN_MODELS if t in types), None)
-    if model is None:
-        return []
-    out = []
-    for ngram in (t for t in CHAIN_NGRAMS if t in types):
-        settings = {**type_settings(ngram, defaults), **type_settings(model, defaults)}
-        text = f"{ngram},{model}"
-        out.append(Candidate(type=text, knobs={}, text=text, settings=settings))
-    return out
+def is_ngram(candidate: Candidate) -> bool:
+    """Whether ``candidate`` is one n-gram type (what a chain puts before its model drafter)."""
+    return "," not in candidate.type and candidate.type.startswith("ngram-")
+
+
+def chain_of(ngram: Candidate, model: Candidate) -> Candidate:
+    """The chain ``ngram,model`` with each member's knobs (``--spec-type ngram-mod,draft-mtp
+    --spec-ngram-mod-n-max 16``). A chain is one config, run and measured as a whole like any
+    other (its n-gram and model steps share one server, and whichever drafts first takes the
+    step): nothing is added up from its members' own results."""
+    type_ = f"{ngram.type},{model.type}"
+    text = " ".join([type_, *ngram.text.split()[1:], *model.text.split()[1:]])
+    return Candidate(
+        type=type_,
+        knobs={**ngram.knobs, **model.knobs},
+        text=text,
+        settings={**ngram.settings, **model.settings},
+    )
 
 
 LENGTH_FLAGS = {
