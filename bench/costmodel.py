@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from common import gemma_model, needs, run_spectui
 
 if TYPE_CHECKING:
-    from spectui.core.compare.models import RunRecord
+    from spectui.core.compare.records import RunRecord
 
 HERE = Path(__file__).parent
 RESULTS = HERE / "results"

@@ -10,8 +10,8 @@ from spectui.core.compare.models import (
     CompareJob,
     ComparePlan,
     ComparePrompt,
-    RunRecord,
 )
+from spectui.core.compare.records import RunRecord
 from spectui.core.compare.runner import (
     CompareEvent,
     CompareFinished,

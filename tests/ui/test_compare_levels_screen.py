@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from textual.widgets import DataTable, Static
 
 from spectui.config import Settings
-from spectui.core.compare.models import CompareConfig, ComparePlan, ComparePrompt, RunRecord
+from spectui.core.compare.models import CompareConfig, ComparePlan, ComparePrompt
+from spectui.core.compare.records import RunRecord
 from spectui.core.compare.runner import CompareEvent, CompareFinished
 from spectui.core.compare.store import BinaryInfo, CompareDocument, ModelInfo, ServerOptions
 from spectui.core.llama.specconfig import SpecConfig

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from textual.pilot import Pilot
 
 from spectui.config import Settings
-from spectui.core.compare.models import CompareJob, RunRecord
+from spectui.core.compare.models import CompareJob
 from spectui.core.compare.progress import RunFinished, RunStarting
+from spectui.core.compare.records import RunRecord
 from spectui.core.engine.base import ServerInfo
 from spectui.core.events import SummaryEvent, TokenEvent
 from spectui.core.proxy.hub import LiveRequest, ProxyHub

@@ -11,8 +11,8 @@ from spectui.core.compare.models import (
     CompareConfig,
     ComparePlan,
     ComparePrompt,
-    RunRecord,
 )
+from spectui.core.compare.records import RunRecord
 from spectui.core.compare.store import BinaryInfo, CompareDocument, ModelInfo, ServerOptions
 from spectui.core.compare.textdiff import TokenProb, token_ends
 from spectui.core.engine.base import LiveServerSource, ServerInfo

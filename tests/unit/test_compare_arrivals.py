@@ -21,10 +21,11 @@ from spectui.config import Settings
 from spectui.core.compare.arrivals import ArrivalsError, Sent, replay_open_loop
 from spectui.core.compare.by_content import content_rows, content_verdicts, prompt_classes
 from spectui.core.compare.export import to_markdown
-from spectui.core.compare.models import ComparePlan, ComparePrompt, RunRecord
+from spectui.core.compare.judge import MIN_KEEP_ROUNDS
+from spectui.core.compare.models import ComparePlan, ComparePrompt
 from spectui.core.compare.open_loop import plain_note, recorded_source, replay_prompts
 from spectui.core.compare.prompt_files import PromptFileError, load_prompts
-from spectui.core.compare.rule import MIN_KEEP_ROUNDS
+from spectui.core.compare.records import RunRecord
 from spectui.core.compare.runner import CompareRunner
 from spectui.core.compare.store import load_document
 from spectui.core.content import ContentClass

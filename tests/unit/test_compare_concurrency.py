@@ -30,11 +30,12 @@ from spectui.core.compare.levels import (
     level_sentence,
     percentile,
 )
-from spectui.core.compare.models import ComparePlan, RunRecord
+from spectui.core.compare.models import ComparePlan
+from spectui.core.compare.outcomes import Verdict
+from spectui.core.compare.records import RunRecord
 from spectui.core.compare.runner import CompareRunner, ConfigFailed, RunFinished, RunStarting
 from spectui.core.compare.setup import CompareSetup, CompareSetupError, declared_slots
 from spectui.core.compare.store import CompareDocument, ServerOptions, load_document
-from spectui.core.compare.summary_row import Verdict
 from spectui.core.events import (
     EventStream,
     PromptProgressEvent,
@@ -384,9 +385,9 @@ def _level_row(level: int, verdict: Verdict, speed: float, low: float, high: flo
 
 def test_the_verdict_says_where_speculation_stops_paying_in_one_sentence() -> None:
     rows = [
-        _level_row(1, "keep", 1.42, 1.38, 1.47),
-        _level_row(2, "keep", 1.10, 1.07, 1.12),
-        _level_row(4, "drop", 0.83, 0.78, 0.88),
+        _level_row(1, Verdict.KEEP, 1.42, 1.38, 1.47),
+        _level_row(2, Verdict.KEEP, 1.10, 1.07, 1.12),
+        _level_row(4, Verdict.DROP, 0.83, 0.78, 0.88),
     ]
     assert level_sentence(rows) == (
         "keep up to 2 concurrent streams — 1.42x at 1, 1.10x at 2; drop at 4 (0.83x, 0.78–0.88)"

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from spectui.core.compare.models import RunRecord
-from spectui.core.compare.verdict import SummaryRow, annotate, report_rows, summarise
+from spectui.core.compare.records import RunRecord
+from spectui.core.compare.summary import annotate, report_rows, summarise
+from spectui.core.compare.summary_row import SummaryRow
 
 from .compare_helpers import plan, record
 

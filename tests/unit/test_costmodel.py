@@ -20,7 +20,7 @@ from spectui.core.compare.costmodel import (
     run_point,
     spec_group,
 )
-from spectui.core.compare.models import RunRecord
+from spectui.core.compare.records import RunRecord
 
 from .compare_helpers import document, plan
 

@@ -55,6 +55,6 @@ def test_summaries_record_what_watching_cost() -> None:
 
 
 def test_compare_runs_record_what_measuring_cost() -> None:
-    from spectui.core.compare.models import RunRecord
+    from spectui.core.compare.records import RunRecord
 
     assert {"client_cpu_percent", "server_cpu_percent"} <= set(RunRecord.model_fields)

@@ -136,7 +136,7 @@ async def test_candidate_results_carry_the_issue_fields(tmp_path: Path) -> None:
 
 
 def test_next_round_halves_then_settles() -> None:
-    from spectui.core.compare.verdict import report_rows
+    from spectui.core.compare.summary import report_rows
 
     from .compare_helpers import record
 

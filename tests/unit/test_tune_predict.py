@@ -8,8 +8,8 @@ from typing import ClassVar
 import pytest
 
 from spectui.core.compare.costmodel import PredictedSpeedup, fit_runs
-from spectui.core.compare.models import RunRecord
-from spectui.core.compare.verdict import report_rows
+from spectui.core.compare.records import RunRecord
+from spectui.core.compare.summary import report_rows
 from spectui.core.events import (
     EventStream,
     RunMetrics,

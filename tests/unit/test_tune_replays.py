@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from spectui.core.compare.costmodel import CostModel, PredictedSpeedup
-from spectui.core.compare.models import RunRecord
+from spectui.core.compare.records import RunRecord
 from spectui.core.compare.store import ServerOptions
-from spectui.core.compare.verdict import report_rows
+from spectui.core.compare.summary import report_rows
 from spectui.core.drafters.ngram import NgramMod, NgramSimple, replay
 from spectui.core.drafters.settings import replica
 from spectui.core.tune.models import PromptResult, ReplicaCheck

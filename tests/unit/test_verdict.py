@@ -6,9 +6,11 @@ from __future__ import annotations
 import pytest
 
 from spectui.core.compare.budget import MemoryBudget, MemoryBudgetError
-from spectui.core.compare.models import ComparePlan, RunRecord
+from spectui.core.compare.models import ComparePlan
+from spectui.core.compare.records import RunRecord
 from spectui.core.compare.stats import bootstrap_interval, noise_floor, rounds_to_settle
-from spectui.core.compare.verdict import SummaryRow, report_rows
+from spectui.core.compare.summary import report_rows
+from spectui.core.compare.summary_row import SummaryRow
 
 from .compare_helpers import plan, record
 

@@ -25,9 +25,11 @@ from spectui.core.compare.divergence import (
     parse_probabilities,
     with_evidence,
 )
-from spectui.core.compare.models import ComparePlan, RunRecord
+from spectui.core.compare.models import ComparePlan
+from spectui.core.compare.records import RunRecord
+from spectui.core.compare.summary import annotate, report_rows
+from spectui.core.compare.summary_row import SummaryRow
 from spectui.core.compare.textdiff import TokenProb
-from spectui.core.compare.verdict import SummaryRow, annotate, report_rows
 
 from .compare_helpers import plan, record
 

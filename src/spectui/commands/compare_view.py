@@ -140,7 +140,7 @@ class LiveView(StderrLive):
 def run_line(event: RunFinished) -> str:
     """One line per finished run, for logs (stderr that is not a terminal)."""
     from spectui.core.compare.export import fmt_number
-    from spectui.core.compare.models import round_name
+    from spectui.core.compare.records import round_name
 
     r = event.record
     streams = f" · {r.level} streams" if r.level > 1 else ""

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from spectui.core.compare.models import CompareJob, RunRecord
+from spectui.core.compare.models import CompareJob
 from spectui.core.compare.progress import RunFinished, RunStarting
+from spectui.core.compare.records import RunRecord
 from spectui.core.events import RunMetrics, StepEvent, TokenEvent
 from spectui.core.proxy.hub import LiveRequest, ProxyHub
 from spectui.core.proxy.models import ProxyRecord, RequestStatus

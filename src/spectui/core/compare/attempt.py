@@ -6,7 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from spectui.core.compare.checkers import run_checker
-from spectui.core.compare.models import CompareJob, ComparePlan, RunRecord
+from spectui.core.compare.models import CompareJob, ComparePlan
+from spectui.core.compare.outcomes import RunStatus
+from spectui.core.compare.records import RunRecord
 from spectui.core.compare.textdiff import token_ends
 from spectui.core.engine.base import Engine
 from spectui.core.events import (
@@ -104,4 +106,4 @@ def job_fields(job: CompareJob, session: int) -> dict[str, object]:
 
 def failed_record(job: CompareJob, session: int, error: str) -> RunRecord:
     """The record of a run that gave no result."""
-    return RunRecord(**job_fields(job, session), status="failed", error=error)
+    return RunRecord(**job_fields(job, session), status=RunStatus.FAILED, error=error)

@@ -2,25 +2,26 @@
 
 Each prompt takes the class `spectui.core.content.classify` gives its text and the baseline's
 answer to it (the same class for every config). A config's rows of one class are pooled into one
-`SummaryRow` named after the class: its speedups pair each run with the baseline's run of the
-same prompt in the same round (and client), its noise floor is every config's round-to-round
-change on the class's prompts, and `rule.with_verdicts` judges it as it judges a prompt. A class
+`SummaryRow` named after the class (`summary.pooled_rows`: its speedups pair each run with the
+baseline's run of the same prompt in the same round and client, its noise floor is every
+config's round-to-round change on the class's prompts), and `judge.judge_pooled` judges it as
+tune's overall result is judged: by the rule, held to the class's prompts' own verdicts. A class
 whose pairs span fewer than the rule's `MIN_KEEP_ROUNDS` rounds gets no verdict of its own: the
 sentence says so ("keep for code — 1.60x; drop for prose — 0.93x; json: too few rounds").
 """
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from spectui.core.compare.models import ComparePlan, RunRecord
-from spectui.core.compare.rule import MIN_KEEP_ROUNDS, with_verdicts
-from spectui.core.compare.stats import bootstrap_interval, noise_floor
-from spectui.core.compare.summary_row import SummaryRow, Verdict
-from spectui.core.compare.verdict import _ratio, _series, _slot, _throughput, base_row
+from spectui.core.compare.judge import MIN_KEEP_ROUNDS, judge_pooled
+from spectui.core.compare.models import ComparePlan
+from spectui.core.compare.outcomes import Verdict
+from spectui.core.compare.records import RunRecord
+from spectui.core.compare.summary import pooled_rows, report_rows
+from spectui.core.compare.summary_row import SummaryRow
 from spectui.core.content import ContentClass, classify
 
 
@@ -71,28 +72,22 @@ def prompt_classes(plan: ComparePlan, records: Sequence[RunRecord]) -> dict[str,
     return {p.key: classify(p.text, answers.get(p.key, "")) for p in plan.prompts}
 
 
-def content_rows(plan: ComparePlan, records: Sequence[RunRecord]) -> list[ContentRow]:
+def content_rows(
+    plan: ComparePlan, records: Sequence[RunRecord], parts: Sequence[SummaryRow] | None = None
+) -> list[ContentRow]:
     """One row per config × content class (classes in a fixed order, configs in plan order),
-    over the counted runs of the plan's lowest level."""
-    level = min(plan.concurrency)
-    counted = [r for r in records if not r.warmup and r.level == level]
+    over the counted runs of the plan's lowest level (``records``: a document's, annotated;
+    ``parts``: their judged per-prompt rows, worked out here when not given)."""
     classes = prompt_classes(plan, records)
+    judged_parts = report_rows(plan, records) if parts is None else parts
     out: list[ContentRow] = []
     for content in ContentClass:
         keys = [k for k, c in classes.items() if c is content]
         if not keys:
             continue
-        mine = [r for r in counted if classes.get(r.prompt) is content]
-        # Grouped once: a recorded workload may hold hundreds of prompts, and this runs after
-        # every run of the comparison.
-        groups: dict[tuple[str, str], list[RunRecord]] = {}
-        for r in mine:
-            groups.setdefault((r.config, r.prompt), []).append(r)
-        noise = noise_floor([_series(runs, _throughput) for runs in groups.values()])
-        base = {(r.prompt, *_slot(r)): r for r in mine if r.config == plan.baseline.name and r.ok}
-        rows = [_row(plan, c.name, content, len(keys), mine, base, noise) for c in plan.configs]
-        judged = with_verdicts(plan, rows)
-        for row in judged:
+        rows = pooled_rows(plan, content.value, records, keys)
+        mine = [p for p in judged_parts if p.prompt in keys]
+        for row in judge_pooled(plan, rows, mine):
             enough = row.config == plan.baseline.name or row.pairs >= MIN_KEEP_ROUNDS
             out.append(
                 ContentRow(
@@ -111,37 +106,6 @@ def content_rows(plan: ComparePlan, records: Sequence[RunRecord]) -> list[Conten
                 )
             )
     return out
-
-
-def _row(
-    plan: ComparePlan,
-    config: str,
-    content: ContentClass,
-    prompts: int,
-    runs: list[RunRecord],
-    base: dict[tuple[str, int, int], RunRecord],
-    noise: float | None,
-) -> SummaryRow:
-    """The class's pooled row of ``config``, paired run by run with the baseline's."""
-    mine = [r for r in runs if r.config == config]
-    row = base_row(plan, config, content.value, mine, {}, config == plan.baseline.name)
-    level = min(plan.concurrency)
-    planned = plan.planned_rounds(config) * plan.runs_per_prompt(level) * prompts
-    update: dict[str, object] = {"noise_floor": noise, "planned": planned}
-    if config != plan.baseline.name:
-        pairs = [(r, b) for r in mine if r.ok and (b := base.get((r.prompt, *_slot(r))))]
-        speed = [s for r, b in pairs if (s := _ratio(_throughput(r), _throughput(b)))]
-        interval = bootstrap_interval(speed)
-        update.update(
-            speedup_vs_baseline=statistics.median(speed) if speed else None,
-            speedup_min=min(speed, default=None),
-            speedup_max=max(speed, default=None),
-            speedup_low=interval[0] if interval else None,
-            speedup_high=interval[1] if interval else None,
-            pairs=len({r.round for r, _ in pairs}),
-            config_noise=noise_floor([_series(mine, _throughput)]),
-        )
-    return row.model_copy(update=update)
 
 
 def content_verdicts(plan: ComparePlan, rows: Sequence[ContentRow]) -> list[ContentVerdict]:

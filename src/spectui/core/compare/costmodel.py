@@ -53,7 +53,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from spectui.core.compare.models import ComparePlan, RunRecord
+from spectui.core.compare.models import ComparePlan
+from spectui.core.compare.records import RunRecord
 
 DECODE = "decode_ms"
 """Parameter name: one decode of a batch of one (ms)."""

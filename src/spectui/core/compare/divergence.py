@@ -34,9 +34,10 @@ from typing import Any, Protocol
 import httpx
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from spectui.core.compare.models import ComparePlan, RunRecord
+from spectui.core.compare.models import ComparePlan
+from spectui.core.compare.records import RunRecord
+from spectui.core.compare.summary import annotate, reference_text
 from spectui.core.compare.textdiff import Divergence, DivergenceKind, TokenProb
-from spectui.core.compare.verdict import annotate, reference_text
 
 NEAR_TIE_MAX_LOGIT_GAP = 0.3
 """Top two within this logit gap (p1 / p2 ≤ e^0.3 ≈ 1.35) is a near-tie (see the module doc)."""

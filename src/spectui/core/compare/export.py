@@ -9,10 +9,10 @@ from __future__ import annotations
 import csv
 import io
 
-from spectui.core.compare.models import RunRecord, round_name
 from spectui.core.compare.open_loop import replay_line
+from spectui.core.compare.records import RunRecord, round_name
 from spectui.core.compare.store import CompareDocument
-from spectui.core.compare.verdict import SummaryRow
+from spectui.core.compare.summary_row import SummaryRow
 
 CSV_FIELDS = (
     "seq",

@@ -13,7 +13,7 @@ A level's block (one config, one round, N clients at once, closed loop) yields:
 The speed call pairs round with round: a config's aggregate in a round ÷ the baseline's at the
 same level in the same round; its noise floor is the round-to-round change of every config's
 aggregate *at that level*, so a noisy level never borrows a quiet level's floor. Each level's
-rows are `SummaryRow`s (the level's name in place of a prompt), so `rule.with_verdicts` judges
+rows are `SummaryRow`s (the level's name in place of a prompt), so `judge.with_verdicts` judges
 them as it judges prompts: speed, memory, answers, checkers. A block whose runs are not all in
 (a failure, or split across --resume sessions) gives no aggregate and no pair.
 """
@@ -27,10 +27,13 @@ from datetime import timedelta
 
 from pydantic import BaseModel, ConfigDict
 
-from spectui.core.compare.models import ComparePlan, RunRecord
+from spectui.core.compare.judge import with_verdicts
+from spectui.core.compare.models import ComparePlan
+from spectui.core.compare.outcomes import SpeedCall, Verdict
+from spectui.core.compare.records import RunRecord
 from spectui.core.compare.stats import bootstrap_interval, noise_floor
+from spectui.core.compare.summary import annotate, base_row
 from spectui.core.compare.summary_row import SummaryRow
-from spectui.core.compare.verdict import annotate, base_row, with_verdicts
 
 
 class LevelRow(SummaryRow):
@@ -251,12 +254,12 @@ def level_sentence(rows: Sequence[LevelRow]) -> str:
     """'keep up to 2 concurrent streams — 1.42x at 1, 1.10x at 2; drop at 4 (0.83x,
     0.78–0.88)': the leading levels that keep, then every other level's verdict ('keep at 2
     streams only — …' when the lowest does not keep; 'a keep at no level — …')."""
-    pending = [r for r in rows if r.verdict == "pending"]
+    pending = [r for r in rows if r.verdict == Verdict.PENDING]
     if pending:
         done = sum(r.runs + r.failed for r in rows)
         return f"pending — {done} of {sum(r.planned for r in rows)} requests done"
     kept = 0
-    while kept < len(rows) and rows[kept].verdict == "keep":
+    while kept < len(rows) and rows[kept].verdict == Verdict.KEEP:
         kept += 1
     rest = "; ".join(f"{r.verdict} at {r.level} ({_evidence(r)})" for r in rows[kept:])
     if kept == len(rows):
@@ -267,7 +270,7 @@ def level_sentence(rows: Sequence[LevelRow]) -> str:
         speeds = ", ".join(f"{_speed(r)} at {r.level}" for r in rows[:kept])
         streams = "stream" if top == 1 else "streams"
         return f"keep up to {top} concurrent {streams} — {speeds}; {rest}"
-    keeps = [str(r.level) for r in rows if r.verdict == "keep"]
+    keeps = [str(r.level) for r in rows if r.verdict == Verdict.KEEP]
     if keeps:  # a keep further up, not from one stream on
         return f"keep at {' and '.join(keeps)} streams only — {rest}"
     return f"a keep at no level — {rest}"
@@ -279,11 +282,11 @@ def _speed(row: LevelRow) -> str:
 
 def _evidence(row: LevelRow) -> str:
     """'0.83x, 0.78–0.88', or the reason when speed is not what decided it."""
-    if row.verdict in ("failed",) or row.speedup_vs_baseline is None:
+    if row.verdict == Verdict.FAILED or row.speedup_vs_baseline is None:
         return row.reason
     text = _speed(row)
     if row.pairs > 1 and row.speedup_low is not None and row.speedup_high is not None:
         text += f", {row.speedup_low:.2f}–{row.speedup_high:.2f}"
-    if row.verdict == "drop" and row.speed_call != "slower":
+    if row.verdict == Verdict.DROP and row.speed_call != SpeedCall.SLOWER:
         text += f"; {row.reason.split(' (', 1)[0]}"  # (answers or memory, not speed)
     return text

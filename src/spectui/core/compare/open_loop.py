@@ -21,7 +21,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from spectui.core.compare.arrivals import ArrivalsError, check_arrivals, replay_open_loop
-from spectui.core.compare.models import CompareJob, ComparePlan, ComparePrompt, RunRecord
+from spectui.core.compare.models import CompareJob, ComparePlan, ComparePrompt
+from spectui.core.compare.records import RunRecord
 
 DEFAULT_SLOTS = 4
 """Server slots of a replay when ``--concurrency`` gives none (llama-server's own default)."""

@@ -9,7 +9,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from spectui.core.compare.models import CompareJob, ComparePlan, RunRecord, round_name
+from spectui.core.compare.models import CompareJob, ComparePlan
+from spectui.core.compare.records import RunRecord, round_name
 from spectui.core.compare.store import CompareDocument
 from spectui.core.events import ServerState
 

@@ -1,6 +1,6 @@
 """Run a comparison: one server, restarted per config, runs in alternating rounds.
 
-`CompareRunner` drives an `Engine` through the plan's schedule (see `compare_models`): before each
+`CompareRunner` drives an `Engine` through the plan's schedule (see `models`): before each
 config's block of runs it restarts the server with that config (`switch_spec`: the old server is
 gone before the new one starts, so two are never loaded at once), runs every prompt, checks each
 response, and rewrites the results document after every run. It reports progress as typed
@@ -13,11 +13,10 @@ A config whose server cannot start is recorded as failed (its later runs too, wi
 while the other configs continue. Cancelling the iteration (Ctrl-C) loses only the run in flight;
 `--resume` continues from the document.
 
-A concurrency level above 1 runs as a block: its clients stream at once (`_run_block`), each
-sending its prompts one after another; their checkers run after the block, so checking never
-delays a client's next request. A block is kept whole or not at all: cancelling it loses the
-block, and --resume runs it again. Replaying recorded arrivals (`open_loop`), a block's runs
-are sent open loop at their recorded offsets instead, each without waiting for the others.
+A concurrency level above 1 runs as a block (`block`): its clients stream at once, each
+sending its prompts one after another (or, replaying recorded arrivals, open loop at their
+recorded offsets); their checkers run after the block. A block is kept whole or not at all:
+cancelling it loses the block, and --resume runs it again.
 """
 
 from __future__ import annotations
@@ -31,15 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from spectui.core.compare.attempt import checked, failed_record, run_once
+from spectui.core.compare.block import BlockDone, Outcome, run_block
 from spectui.core.compare.divergence import Answer, ProbeError, Prober, explained, pending
-from spectui.core.compare.models import (
-    CompareConfig,
-    CompareJob,
-    CompareSessionInfo,
-    RunRecord,
-    ServerStart,
-)
-from spectui.core.compare.open_loop import replay_block
+from spectui.core.compare.models import CompareConfig, CompareJob
 from spectui.core.compare.progress import (
     CompareEvent,
     CompareFinished,
@@ -50,6 +43,7 @@ from spectui.core.compare.progress import (
     ServerStatus,
     progress_line,
 )
+from spectui.core.compare.records import CompareSessionInfo, RunRecord, ServerStart
 from spectui.core.compare.store import (
     CompareDocument,
     ResultLock,
@@ -112,11 +106,11 @@ class CompareRunner:
         self._slots: int | None = None
         """The running server's slot count, as read after its start (None: not read)."""
         self._prober = probe
+        """Asks the baseline's server for its candidates where an answer changed (None: no
+        probes; changed answers then stay unexplained, and count as divergent)."""
         self.clock: Callable[[], float] = time.monotonic
         """The clock and sleep of an arrivals replay's schedule (tests drive a fake one)."""
         self.sleep: Callable[[float], Awaitable[object]] = asyncio.sleep
-        """Asks the baseline's server for its candidates where an answer changed (None: no
-        probes; changed answers then stay unexplained, and count as divergent)."""
 
     @property
     def current(self) -> CompareConfig | None:
@@ -215,60 +209,23 @@ class CompareRunner:
     async def _run_block(
         self, block: list[CompareJob], session: int
     ) -> AsyncGenerator[CompareEvent | _Cancelled, None]:
-        """A concurrency level's block: its clients at once, each sending its runs one after
-        another (closed loop); checkers after the block. Yields RunStarting as runs begin, then
-        RunFinished for each, in schedule order; `_Cancelled` (and nothing is kept) when a run
-        was cancelled under it (the engine is closing)."""
-        events: asyncio.Queue[RunStarting | None] = asyncio.Queue()
-        done: dict[int, tuple[RunRecord | None, bool]] = {}
-        in_flight = 0
+        """A concurrency level's block (`block.run_block`), its checkers after it. Yields
+        RunStarting as runs begin, then RunFinished for each, in schedule order; `_Cancelled`
+        (and nothing is kept) when a run was cancelled under it (the engine is closing)."""
 
-        async def send(job: CompareJob) -> RunRecord | None:
-            nonlocal in_flight
-            # With a slot per stream this never holds; it does when slots are fewer.
-            waited = self._slots is not None and in_flight >= self._slots
-            in_flight += 1
-            events.put_nowait(RunStarting(job=job))
-            try:
-                done[job.seq] = await self._run(job, session, check=False, waited=waited)
-            finally:
-                in_flight -= 1
-            return done[job.seq][0]
+        async def run(job: CompareJob, waited: bool) -> Outcome:
+            return await self._run(job, session, check=False, waited=waited)
 
-        async def client(jobs: list[CompareJob]) -> None:
-            try:
-                for job in jobs:
-                    if await send(job) is None:
-                        return
-            finally:
-                events.put_nowait(None)  # this client is done (or stopped)
-
-        async def replay() -> None:
-            try:
-                await replay_block(block, self.plan, send, clock=self.clock, sleep=self.sleep)
-            finally:
-                events.put_nowait(None)
-
-        by_client = [[j for j in block if j.client == c] for c in sorted({j.client for j in block})]
-        if self.plan.arrivals is not None:
-            tasks = [asyncio.create_task(replay())]
-        else:
-            tasks = [asyncio.create_task(client(jobs)) for jobs in by_client]
-        try:
-            ended = 0
-            while ended < len(tasks):
-                if (event := await events.get()) is None:
-                    ended += 1
+        done: dict[int, Outcome] = {}
+        events = run_block(
+            block, self.plan, run, slots=self._slots, clock=self.clock, sleep=self.sleep
+        )
+        async with contextlib.aclosing(events) as items:
+            async for item in items:
+                if isinstance(item, BlockDone):
+                    done = item.outcomes
                 else:
-                    yield event
-            for task in tasks:
-                task.result()  # a client's unexpected error, raised here
-        finally:
-            # Every client stopped and awaited, its outcome retrieved: nothing outlives the
-            # block, and nothing is left for the loop to report at exit.
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+                    yield item
         if any(record is None for record, _ in done.values()):
             yield _Cancelled()
             return

@@ -33,14 +33,10 @@ from spectui.core.compare.by_content import (
 )
 from spectui.core.compare.costmodel import CostModel, fit_runs, predictions
 from spectui.core.compare.levels import LevelRow, LevelVerdict, level_rows, level_verdicts
-from spectui.core.compare.models import (
-    ComparePlan,
-    CompareSessionInfo,
-    RunRecord,
-    ServerStart,
-    delivery_out_of_sampling,
-)
-from spectui.core.compare.verdict import SummaryRow, annotate, report_rows
+from spectui.core.compare.models import ComparePlan, delivery_out_of_sampling
+from spectui.core.compare.records import CompareSessionInfo, RunRecord, ServerStart
+from spectui.core.compare.summary import annotate, report_rows
+from spectui.core.compare.summary_row import SummaryRow
 from spectui.core.errors import SpectuiError, read_bytes
 from spectui.core.llama.secrets import mask_argv, secret_values
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-Verdict = Literal["baseline", "keep", "drop", "inconclusive", "failed", "pending"]
+from spectui.core.compare.outcomes import SpeedCall, Unsettled, Verdict
 
 
 class SummaryRow(BaseModel):
@@ -86,7 +86,7 @@ class SummaryRow(BaseModel):
     """High end of that interval."""
     ttft_noise_floor: float | None = None
     """The round-to-round TTFT change (as ``noise_floor``, for the first token)."""
-    speed_call: Literal["faster", "slower", "unclear", "tie"] | None = None
+    speed_call: SpeedCall | None = None
     """What the interval says against the noise floor (None for the baseline or no pairs)."""
     rounds_needed: int | None = None
     """Extra rounds likely to settle an unclear speed call (None: settled, or a tie)."""
@@ -119,7 +119,9 @@ class SummaryRow(BaseModel):
     """Runs whose checker did not pass."""
     checked: int = 0
     """Runs a checker looked at (a skipped, untrusted Python checker did not)."""
-    verdict: Verdict = "pending"
+    verdict: Verdict = Verdict.PENDING
     """keep / drop / inconclusive / failed / baseline / pending (runs still to come)."""
+    unsettled: Unsettled | None = None
+    """Why an inconclusive verdict is not settled (None: settled, or not inconclusive)."""
     reason: str = ""
     """Why, in one line."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 import shlex
 
 from spectui.core.compare.budget import fmt_bytes
+from spectui.core.compare.judge import MIN_KEEP_ROUNDS
+from spectui.core.compare.outcomes import Unsettled, Verdict
 from spectui.core.compare.stats import TOO_NOISY
 from spectui.core.tune.models import CandidateResult, PromptResult, TuneDocument
 
@@ -65,18 +67,24 @@ def leaderboard(
     Keeps first, then candidates still in the race, then those it left out, then drops and
     failures; by speedup within each.
     """
-    order = {"keep": 0, "inconclusive": 1, "pending": 1, "drop": 3, "failed": 4}
+    order = {
+        Verdict.KEEP: 0,
+        Verdict.INCONCLUSIVE: 1,
+        Verdict.PENDING: 1,
+        Verdict.DROP: 3,
+        Verdict.FAILED: 4,
+    }
     rows = []
     for c in document.candidates:
         result = c.overall if prompt is None else c.results.get(prompt)
         if result is None or (
-            result.speedup is None and result.verdict != "failed" and result.predicted is None
+            result.speedup is None and result.verdict != Verdict.FAILED and result.predicted is None
         ):
             continue
-        verdict = result.verdict + (" · net loss" if result.net_loss else "")
-        if c.out_after is not None and result.verdict in ("inconclusive", "pending"):
-            tie = "a tie · " if result.reason.startswith("a tie") else ""
-            verdict = f"{tie}out after round {c.out_after}"
+        verdict = verdict_text(result)
+        if c.out_after is not None and result.verdict in (Verdict.INCONCLUSIVE, Verdict.PENDING):
+            why = _unsettled(result)
+            verdict = f"{why + ' · ' if why else ''}out after round {c.out_after}"
             if c.rounds == 0:
                 verdict = "not timed: predicted behind"
         cells = [
@@ -100,12 +108,28 @@ def leaderboard(
     return [(c, cells) for _, _, c, cells in rows]
 
 
+def verdict_text(result: PromptResult) -> str:
+    """The verdict cell, with why an inconclusive one is open as compare's reason says it:
+    'keep', 'drop · net loss', 'inconclusive · too noisy', 'inconclusive · one round'."""
+    why = _unsettled(result) if result.verdict == Verdict.INCONCLUSIVE else None
+    text = f"{result.verdict}{' · ' + why if why else ''}"
+    return text + (" · net loss" if result.net_loss else "")
+
+
+def _unsettled(result: PromptResult) -> str | None:
+    """Why ``result`` is not settled ('a tie', 'too noisy', 'one round', ...), or None."""
+    if result.unsettled is not None:
+        return str(result.unsettled)
+    # A file written before the judge said why kept it in the reason's first words.
+    return str(Unsettled.TIE) if result.reason.startswith("a tie") else None
+
+
 def noise_line(document: TuneDocument) -> str | None:
-    """'noise floor ±3% (the baseline against itself, round to round)', once measured."""
+    """'noise floor ±3% (every config against itself, round to round)', once measured."""
     noise = max((r.noise_floor for r in document.compare.summary if r.noise_floor), default=None)
     if noise is None:
         return None
-    text = f"noise floor ±{noise:.0%} (the baseline against itself, round to round)"
+    text = f"noise floor ±{noise:.0%} (every config against itself, round to round)"
     return text + (": too noisy to call anything" if noise > TOO_NOISY else "")
 
 
@@ -179,9 +203,12 @@ def to_markdown(document: TuneDocument) -> str:
         f"- {noise_line(document) or 'noise floor: not measured yet'}",
         f"- {cost_line(document)}",
         *([f"- {line}"] if (line := replica_line(document)) else []),
-        "- rule: a keep is faster beyond the noise floor (95 % bootstrap interval of paired "
-        "speedups), in at least 3 rounds, within the memory budget, with answers the rule "
-        "accepts (unchanged, changed only at a near-tie, or passed by the prompt's checker)",
+        "- rule (compare's, per prompt and for every prompt pooled): a keep is faster beyond the "
+        "noise floor (95 % bootstrap interval of paired speedups), in at least "
+        f"{MIN_KEEP_ROUNDS} rounds, within the memory budget, with answers the rule accepts "
+        "(unchanged, changed only at a near-tie, or passed by the prompt's checker); one round "
+        f"settles nothing, and runs that swing more than ±{TOO_NOISY:.0%} between rounds are "
+        "too noisy to call",
         "",
         "## Winners",
         "",

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from spectui import __version__
 from spectui.core.compare.costmodel import CostModel, PredictedSpeedup
+from spectui.core.compare.outcomes import Unsettled, Verdict
 from spectui.core.compare.store import CompareDocument
 from spectui.core.tune.space import Candidate, Skipped
 
@@ -34,8 +35,11 @@ class PromptResult(BaseModel):
     """High end of that interval."""
     rounds: int = 0
     """Paired rounds measured."""
-    verdict: str = "pending"
-    """keep / drop / inconclusive / failed / pending (the decision rule of `compare`)."""
+    verdict: Verdict = Verdict.PENDING
+    """keep / drop / inconclusive / failed / pending (compare's decision rule, `judge`)."""
+    unsettled: Unsettled | None = None
+    """Why an inconclusive verdict is not settled: one round, too noisy, a tie, ... (None:
+    settled, or not inconclusive)."""
     reason: str = ""
     """The verdict in one sentence, with its evidence."""
     ttft_ratio: float | None = None
@@ -97,7 +101,7 @@ class Winner(BaseModel):
     """The exact llama-server command line to copy (model and launch options included)."""
     speedup: float | None
     """Its median paired speedup."""
-    verdict: str
+    verdict: Verdict
     """Its verdict ('keep')."""
 
 

@@ -26,7 +26,8 @@ from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from spectui.core.compare.costmodel import CostModel, PredictedSpeedup, spec_group
-from spectui.core.compare.models import ComparePlan, RunRecord
+from spectui.core.compare.models import ComparePlan
+from spectui.core.compare.records import RunRecord
 from spectui.core.drafters.ngram import Replay
 from spectui.core.drafters.ngram_map import SERVER_SLOTS
 from spectui.core.tune.models import ReplicaCheck

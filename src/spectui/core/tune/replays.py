@@ -18,7 +18,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 
-from spectui.core.compare.models import ComparePlan, RunRecord
+from spectui.core.compare.models import ComparePlan
+from spectui.core.compare.records import RunRecord
 from spectui.core.compare.store import ServerOptions
 from spectui.core.drafters.ngram import Replay, replay
 from spectui.core.drafters.ngram_map import SERVER_SLOTS

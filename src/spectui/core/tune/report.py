@@ -3,13 +3,15 @@ settled. Everything here is recomputed from the embedded compare document after 
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 
 from spectui.core.compare.costmodel import PredictedSpeedup
-from spectui.core.compare.models import ComparePlan, RunRecord
-from spectui.core.compare.stats import TOO_NOISY, bootstrap_interval
-from spectui.core.compare.verdict import MIN_KEEP_ROUNDS, SummaryRow, paired_speedups
+from spectui.core.compare.judge import judge_pooled
+from spectui.core.compare.models import ComparePlan
+from spectui.core.compare.outcomes import SpeedCall, Verdict
+from spectui.core.compare.records import RunRecord
+from spectui.core.compare.summary import pooled_rows
+from spectui.core.compare.summary_row import SummaryRow
 from spectui.core.tune.models import (
     CandidateResult,
     Curve,
@@ -31,84 +33,38 @@ DRAFT_LENGTH_FLAG = {
     "ngram-map-k4v": "--spec-ngram-map-k4v-size-m",
 }
 """The flag that caps the draft length, per type (draft-* types: --spec-draft-n-max)."""
+OVERALL = "overall"
+"""The name of every prompt pooled (the winners' and leaderboards' key)."""
 
 
 def _result(row: SummaryRow) -> PromptResult:
+    """A judged row (one prompt's, or every prompt's pooled) as the tune reports it."""
     return PromptResult(
         speedup=row.speedup_vs_baseline,
         low=row.speedup_low,
         high=row.speedup_high,
         rounds=row.pairs,
         verdict=row.verdict,
+        unsettled=row.unsettled,
         reason=row.reason,
         ttft_ratio=row.ttft_ratio_vs_baseline,
         peak_rss_bytes=row.median_peak_rss_bytes,
         memory_extra_bytes=row.memory_extra_bytes,
         acceptance=row.median_acceptance,
         mean_acceptance_length=row.median_mean_acceptance_length,
-        net_loss=row.speed_call == "slower",
+        net_loss=row.speed_call == SpeedCall.SLOWER,
     )
 
 
-def overall_result(
-    plan: ComparePlan, records: Sequence[RunRecord], rows: list[SummaryRow], config: str
-) -> PromptResult:
-    """Every prompt's paired speedups pooled: one call for the whole prompt set.
-
-    A fault on any prompt (changed answer, failed checker, failed runs, over the memory
-    budget) drops it overall; otherwise the pooled interval against the noise floor decides.
-    """
-    mine = [r for r in rows if r.config == config]
-    values = paired_speedups(plan, records, config)
-    if not mine or not values:
-        return PromptResult()
-    interval = bootstrap_interval(values)
-    low, high = interval if interval else (None, None)
-    median = statistics.median(values)
-    noise = next((r.noise_floor for r in mine if r.noise_floor is not None), None)
-    rounds = min(r.pairs for r in mine)
-    faults = [r for r in mine if r.verdict in ("drop", "failed") and r.speed_call != "slower"]
-    losses = [r.prompt for r in mine if r.speed_call == "slower"]
-    text = f"{median:.2f}x over {len(values)} paired runs"
-    if low is not None and high is not None:
-        text += f" ({low:.2f}–{high:.2f})"
-    if faults:
-        verdict, reason = "drop", f"on {faults[0].prompt}: {faults[0].reason}"
-    elif any(r.verdict == "pending" for r in mine):
-        verdict, reason = "pending", "runs still to come"
-    elif noise is not None and noise > TOO_NOISY:  # the same line as the per-prompt rule's
-        verdict = "inconclusive"
-        reason = f"{text}, but the baseline itself moved ±{noise:.0%}: too noisy to call"
-    elif noise is not None and low is not None and low > 1 + noise:
-        verdict = "keep" if rounds >= MIN_KEEP_ROUNDS else "inconclusive"
-        reason = f"{text}, faster beyond the noise (±{noise:.0%})"
-        if rounds < MIN_KEEP_ROUNDS:
-            reason += f"; a keep needs {MIN_KEEP_ROUNDS} rounds on every prompt"
-    elif noise is not None and high is not None and high < 1 / (1 + noise):
-        verdict, reason = "drop", f"{text}, slower beyond the noise (±{noise:.0%})"
-    else:
-        verdict, reason = "inconclusive", f"{text}, not clear of the noise"
-    if losses and verdict != "drop":
-        reason += f"; net loss on {', '.join(losses)}"
-    return PromptResult(
-        speedup=median,
-        low=low,
-        high=high,
-        rounds=rounds,
-        verdict=verdict,
-        reason=reason,
-        peak_rss_bytes=_median([r.median_peak_rss_bytes for r in mine]),
-        memory_extra_bytes=_median([r.memory_extra_bytes for r in mine]),
-        acceptance=_median([r.median_acceptance for r in mine]),
-        mean_acceptance_length=_median([r.median_mean_acceptance_length for r in mine]),
-        ttft_ratio=_median([r.ttft_ratio_vs_baseline for r in mine]),
-        net_loss=verdict == "drop" and bool(losses) and not faults,
-    )
-
-
-def _median(values: Sequence[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.median(present) if present else None
+def overall_rows(
+    plan: ComparePlan, records: Sequence[RunRecord], rows: Sequence[SummaryRow]
+) -> dict[str, SummaryRow]:
+    """Config -> every prompt's runs pooled into one row, judged by compare's rule
+    (`judge.judge_pooled`): the pooled interval against the noise floor, the spread check and
+    the one-round guard as for a prompt, and a fault on any prompt (``rows``: the judged
+    per-prompt rows) dropping it overall."""
+    pooled = pooled_rows(plan, OVERALL, records, [p.key for p in plan.prompts])
+    return {row.config: row for row in judge_pooled(plan, pooled, rows)}
 
 
 def candidate_results(
@@ -120,6 +76,7 @@ def candidate_results(
     """Each candidate's results (space order), with when the race left it out."""
     by_text = {c.text: c for c in space}
     rounds_of = _rounds(plan)
+    overall = overall_rows(plan, records, rows)
     out = []
     for config in plan.configs:
         if config.is_baseline:
@@ -136,7 +93,7 @@ def candidate_results(
                 rounds=len(ran),
                 out_after=_out_after(ran, plan.reps),
                 results={r.prompt: _result(r) for r in rows if r.config == config.name},
-                overall=overall_result(plan, records, rows, config.name),
+                overall=_result(overall[config.name]),
             )
         )
     return out
@@ -162,12 +119,12 @@ def winners(
 ) -> dict[str, Winner | None]:
     """Per prompt and 'overall': the kept candidate with the best speedup, or None."""
     out: dict[str, Winner | None] = {}
-    for key in [*prompts, "overall"]:
+    for key in [*prompts, OVERALL]:
         kept = [
             (c, res)
             for c in results
-            if (res := c.overall if key == "overall" else c.results.get(key)) is not None
-            and res.verdict == "keep"
+            if (res := c.overall if key == OVERALL else c.results.get(key)) is not None
+            and res.verdict == Verdict.KEEP
         ]
         best = max(kept, key=lambda pair: pair[1].speedup or 0.0, default=None)
         out[key] = (
@@ -245,14 +202,15 @@ def settled_lines(plan: ComparePlan, rows: list[SummaryRow], complete: bool) -> 
     for prompt in plan.prompts:
         mine = [r for r in rows if r.prompt == prompt.key and r.config != plan.baseline.name]
         kept = sorted(
-            (r for r in mine if r.verdict == "keep"), key=lambda r: -(r.speedup_vs_baseline or 0)
+            (r for r in mine if r.verdict == Verdict.KEEP),
+            key=lambda r: -(r.speedup_vs_baseline or 0),
         )
         # A candidate the race left out earlier is decided (it lost), not open.
         open_ = [
             r
             for r in mine
-            if r.verdict in ("inconclusive", "pending")
-            and r.speed_call != "tie"
+            if r.verdict in (Verdict.INCONCLUSIVE, Verdict.PENDING)
+            and r.speed_call != SpeedCall.TIE
             and plan.runs_in(r.config, plan.reps)
         ]
         label = plan.label
@@ -328,12 +286,12 @@ def refreshed(document: TuneDocument) -> TuneDocument:
     hints = []
     for key, winner in won.items():
         if winner is not None and (c := by_config.get(winner.config)) is not None:
-            hint = acceptance_hint(compare.runs, c, None if key == "overall" else key)
+            hint = acceptance_hint(compare.runs, c, None if key == OVERALL else key)
             if hint and hint not in hints:
                 hints.append(hint)
     for c in results:
         losses = [p for p, res in c.results.items() if res.net_loss]
-        if losses and c.overall.verdict != "drop":
+        if losses and c.overall.verdict != Verdict.DROP:
             hints.append(f"{c.label}: net loss on {', '.join(losses)}")
     return document.model_copy(
         update={

@@ -39,9 +39,10 @@ import math
 from collections.abc import Mapping, Sequence
 
 from spectui.core.compare.costmodel import PredictedSpeedup
+from spectui.core.compare.judge import MIN_KEEP_ROUNDS
 from spectui.core.compare.models import ComparePlan
 from spectui.core.compare.stats import TOO_NOISY
-from spectui.core.compare.verdict import MIN_KEEP_ROUNDS, SummaryRow
+from spectui.core.compare.summary_row import SummaryRow
 from spectui.core.tune.models import PromptResult
 from spectui.core.tune.predict import contenders
 
@@ -67,7 +68,7 @@ def _faulty(row: SummaryRow, strict: bool) -> bool:
     return (
         row.verdict == "failed"
         or (row.verdict == "drop" and row.speed_call != "slower" and not _over_budget(row))
-        # As `compare.rule` judges it: a change at a near-tie is a caveat, and one the prompt's
+        # As `compare.judge` judges it: a change at a near-tie is a caveat, and one the prompt's
         # checker passed is correct by the prompt's own test; neither puts a candidate out.
         or row.divergent_changes > 0
         or (strict and row.compared > row.identical)

@@ -29,16 +29,16 @@ from textual.worker import Worker, WorkerState
 
 from spectui.core.compare.export import SUMMARY_COLUMNS, summary_rows
 from spectui.core.compare.level_export import level_table
-from spectui.core.compare.models import RunRecord
 from spectui.core.compare.progress import (
     CompareEvent,
     CompareFinished,
     ConfigFailed,
     progress_line,
 )
+from spectui.core.compare.records import RunRecord
 from spectui.core.compare.store import CompareDocument
+from spectui.core.compare.summary_row import SummaryRow
 from spectui.core.compare.textdiff import Divergence
-from spectui.core.compare.verdict import SummaryRow
 from spectui.core.errors import SpectuiError
 from spectui.ui.lanes import CompareLanes
 from spectui.ui.screens.slots import SlotsScreen

@@ -1,9 +1,8 @@
 """From run records to summary rows: correctness vs the baseline, medians, paired speedups with
-their bootstrap interval and the noise floor; then the verdicts of the decision rule (`rule`).
+their bootstrap interval and the noise floor, per config × prompt (`summarise`) or pooled over
+several prompts (`pooled_rows`); the decision rule (`judge`) then gives each row its verdict.
 
-"Faster" is measured pair by pair: each round, a config's run of a prompt is set against the
-baseline's run of that prompt in the same round (runs of one round are minutes apart, not an
-hour), and the speedup is the median of those ratios, never a ratio of medians.
+Speedups are paired run by run with the baseline's (see `pairing`).
 """
 
 from __future__ import annotations
@@ -11,25 +10,13 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Sequence
 
-from spectui.core.compare.models import ComparePlan, RunRecord
-from spectui.core.compare.rule import MIN_KEEP_ROUNDS, judge, memory_text, speed_text, with_verdicts
+from spectui.core.compare.judge import with_verdicts
+from spectui.core.compare.models import ComparePlan
+from spectui.core.compare.pairing import ratio, series, slot, throughput, values
+from spectui.core.compare.records import RunRecord
 from spectui.core.compare.stats import bootstrap_interval, noise_floor
-from spectui.core.compare.summary_row import SummaryRow, Verdict
+from spectui.core.compare.summary_row import SummaryRow
 from spectui.core.compare.textdiff import first_divergence, keep_evidence
-
-__all__ = [
-    "MIN_KEEP_ROUNDS",
-    "SummaryRow",
-    "Verdict",
-    "annotate",
-    "judge",
-    "memory_text",
-    "paired_speedups",
-    "report_rows",
-    "speed_text",
-    "summarise",
-    "with_verdicts",
-]
 
 
 def annotate(plan: ComparePlan, records: Sequence[RunRecord]) -> list[RunRecord]:
@@ -85,29 +72,14 @@ def _reference(record: RunRecord, refs: list[RunRecord], is_baseline: bool) -> R
     return earliest
 
 
-def _stats(values: list[float]) -> tuple[float | None, float | None, float | None]:
-    if not values:
+def _stats(xs: list[float]) -> tuple[float | None, float | None, float | None]:
+    if not xs:
         return None, None, None
-    return statistics.median(values), min(values), max(values)
+    return statistics.median(xs), min(xs), max(xs)
 
 
-def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
-
-
-def _values(records: list[RunRecord], get: Callable[[RunRecord], float | None]) -> list[float]:
-    return [v for r in records if (v := get(r)) is not None]
-
-
-def _throughput(record: RunRecord) -> float | None:
-    """Tokens per second of wall time, TTFT included."""
-    if not record.total_ms or not record.tokens:
-        return None
-    return record.tokens / (record.total_ms / 1000)
-
-
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return a / b if a is not None and b else None
+def _median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
 
 
 def summarise(plan: ComparePlan, records: Sequence[RunRecord]) -> list[SummaryRow]:
@@ -119,14 +91,14 @@ def summarise(plan: ComparePlan, records: Sequence[RunRecord]) -> list[SummaryRo
     level = min(plan.concurrency)
     counted = [r for r in annotated if not r.warmup and r.level == level]
     baseline = plan.baseline.name
-    noise = _noise(plan, counted, _throughput)
+    noise = _noise(plan, counted, throughput)
     ttft_noise = _noise(plan, counted, lambda r: r.ttft_ms)
     rows: list[SummaryRow] = []
     for config in plan.configs:
         for prompt in plan.prompts:
             mine = [r for r in counted if r.config == config.name and r.prompt == prompt.key]
             base = {
-                _slot(r): r
+                slot(r): r
                 for r in counted
                 if r.config == baseline and r.prompt == prompt.key and r.ok
             }
@@ -134,7 +106,7 @@ def summarise(plan: ComparePlan, records: Sequence[RunRecord]) -> list[SummaryRo
             update: dict[str, object] = {
                 "noise_floor": noise,
                 "ttft_noise_floor": ttft_noise,
-                "config_noise": noise_floor([_series(mine, _throughput)]),
+                "config_noise": noise_floor([series(mine, throughput)]),
             }
             if not config.is_baseline:
                 update.update(_intervals(mine, base))
@@ -147,52 +119,27 @@ def _noise(
 ) -> float | None:
     """Every config against itself across rounds, pooled over configs and prompts (see
     `stats`): a noisy candidate is noise too, not only a noisy baseline."""
-    series = [
-        _series([r for r in counted if r.config == c.name and r.prompt == p.key], get)
-        for c in plan.configs
-        for p in plan.prompts
-    ]
-    return noise_floor(series)
-
-
-def _series(runs: list[RunRecord], get: Callable[[RunRecord], float | None]) -> list[float]:
-    """The values of one config × prompt's successful runs, in round order."""
-    return _values(sorted((r for r in runs if r.ok), key=_slot), get)
-
-
-def _slot(record: RunRecord) -> tuple[int, int]:
-    """Where a run sits in the schedule: (round, client). A config's run is paired with the
-    baseline's at the same place: the same round and, under load, the same client (whose
-    prompts come in the same order), so both ran against the same mix of streams."""
-    return record.round, record.client
+    return noise_floor(
+        [
+            series([r for r in counted if r.config == c.name and r.prompt == p.key], get)
+            for c in plan.configs
+            for p in plan.prompts
+        ]
+    )
 
 
 def _intervals(mine: list[RunRecord], base: dict[tuple[int, int], RunRecord]) -> dict[str, object]:
-    pairs = [(r, base[_slot(r)]) for r in mine if r.ok and _slot(r) in base]
+    pairs = [(r, base[slot(r)]) for r in mine if r.ok and slot(r) in base]
     speed = bootstrap_interval(
-        [s for r, b in pairs if (s := _ratio(_throughput(r), _throughput(b))) is not None]
+        [s for r, b in pairs if (s := ratio(throughput(r), throughput(b))) is not None]
     )
-    ttft = bootstrap_interval([s for r, b in pairs if (s := _ratio(r.ttft_ms, b.ttft_ms))])
+    ttft = bootstrap_interval([s for r, b in pairs if (s := ratio(r.ttft_ms, b.ttft_ms))])
     return {
         "speedup_low": speed[0] if speed else None,
         "speedup_high": speed[1] if speed else None,
         "ttft_low": ttft[0] if ttft else None,
         "ttft_high": ttft[1] if ttft else None,
     }
-
-
-def paired_speedups(plan: ComparePlan, records: Sequence[RunRecord], config: str) -> list[float]:
-    """Every paired speedup of ``config`` (all prompts, counted rounds): for an overall call."""
-    level = min(plan.concurrency)
-    counted = [r for r in records if not r.warmup and r.ok and r.level == level]
-    base = {(r.prompt, *_slot(r)): r for r in counted if r.config == plan.baseline.name}
-    return [
-        s
-        for r in counted
-        if r.config == config
-        and (b := base.get((r.prompt, *_slot(r)))) is not None
-        and (s := _ratio(_throughput(r), _throughput(b))) is not None
-    ]
 
 
 def base_row(
@@ -204,13 +151,13 @@ def base_row(
     is_baseline: bool,
 ) -> SummaryRow:
     """A row's medians, ranges and answers over ``mine`` (one config's counted runs of one
-    prompt, of one level), paired with ``base`` (the baseline's runs by `_slot`)."""
+    prompt, of one level), paired with ``base`` (the baseline's runs by `pairing.slot`)."""
     ok = [r for r in mine if r.ok]
-    tps = _stats(_values(ok, lambda r: r.tokens_per_second))
-    ttft = _stats(_values(ok, lambda r: r.ttft_ms))
-    total = _stats(_values(ok, lambda r: r.total_ms))
-    pairs = [(r, base[_slot(r)]) for r in ok if _slot(r) in base]
-    speedups = [s for r, b in pairs if (s := _ratio(_throughput(r), _throughput(b))) is not None]
+    tps = _stats(values(ok, lambda r: r.tokens_per_second))
+    ttft = _stats(values(ok, lambda r: r.ttft_ms))
+    total = _stats(values(ok, lambda r: r.total_ms))
+    pairs = [(r, base[slot(r)]) for r in ok if slot(r) in base]
+    speedups = [s for r, b in pairs if (s := ratio(throughput(r), throughput(b))) is not None]
     speed = _stats(speedups)
     compared = [r for r in ok if r.identical_to_baseline is not None]
     differing = [r for r in compared if not r.identical_to_baseline]
@@ -237,15 +184,15 @@ def base_row(
         median_total_ms=total[0],
         min_total_ms=total[1],
         max_total_ms=total[2],
-        median_acceptance=_median(_values(ok, lambda r: r.acceptance)),
-        median_mean_acceptance_length=_median(_values(ok, lambda r: r.mean_acceptance_length)),
+        median_acceptance=_median(values(ok, lambda r: r.acceptance)),
+        median_mean_acceptance_length=_median(values(ok, lambda r: r.mean_acceptance_length)),
         drafted=sum(r.drafted for r in ok),
         accepted=sum(r.accepted for r in ok),
-        median_peak_rss_bytes=_median(_values(ok, lambda r: r.peak_rss_bytes)),
+        median_peak_rss_bytes=_median(values(ok, lambda r: r.peak_rss_bytes)),
         median_peak_rss_minus_shared_bytes=_median(
-            _values(ok, lambda r: r.peak_rss_minus_shared_bytes)
+            values(ok, lambda r: r.peak_rss_minus_shared_bytes)
         ),
-        median_peak_gpu_bytes=_median(_values(ok, lambda r: r.peak_gpu_bytes)),
+        median_peak_gpu_bytes=_median(values(ok, lambda r: r.peak_gpu_bytes)),
         speedup_vs_baseline=None if is_baseline else speed[0],
         speedup_min=None if is_baseline else speed[1],
         speedup_max=None if is_baseline else speed[2],
@@ -255,16 +202,16 @@ def base_row(
             [
                 s
                 for r, b in pairs
-                if (s := _ratio(r.tokens_per_second, b.tokens_per_second)) is not None
+                if (s := ratio(r.tokens_per_second, b.tokens_per_second)) is not None
             ]
         ),
         ttft_ratio_vs_baseline=None
         if is_baseline
-        else _median([s for r, b in pairs if (s := _ratio(r.ttft_ms, b.ttft_ms)) is not None]),
+        else _median([s for r, b in pairs if (s := ratio(r.ttft_ms, b.ttft_ms)) is not None]),
         # Rounds, not runs: under load a round pairs each client's runs, one round's worth.
         pairs=0
         if is_baseline
-        else len({r.round for r, b in pairs if _ratio(_throughput(r), _throughput(b))}),
+        else len({r.round for r, b in pairs if ratio(throughput(r), throughput(b))}),
         identical=len(compared) - len(differing),
         compared=len(compared),
         first_divergence=_first(divergent or differing),
@@ -296,6 +243,64 @@ def divergence_note(near_ties: list[RunRecord], vouched: list[RunRecord]) -> str
         why = f"at a near-tie{d.odds()}" if label == "near-tie" else "but passes its checker"
         parts.append(f"answer differs from {where}{more}, {why}")
     return "; ".join(parts) + " — read both" if parts else None
+
+
+def pooled_rows(
+    plan: ComparePlan, name: str, records: Sequence[RunRecord], prompts: Sequence[str]
+) -> list[SummaryRow]:
+    """One row per config (plan order), named ``name``, over the counted runs of ``prompts``
+    at the plan's lowest level pooled (``records``: a document's, annotated). Each run pairs
+    with the baseline's run of the same prompt at the same place (`pairing.slot`); the noise
+    floor is every config's round-to-round change on those prompts, a config's own noise its
+    own change on them, prompt by prompt (never one prompt against another)."""
+    level = min(plan.concurrency)
+    keys = set(prompts)
+    counted = [r for r in records if not r.warmup and r.level == level and r.prompt in keys]
+    groups: dict[tuple[str, str], list[RunRecord]] = {}
+    for r in counted:  # grouped once: a recorded workload may hold hundreds of prompts
+        groups.setdefault((r.config, r.prompt), []).append(r)
+    noise = noise_floor([series(runs, throughput) for runs in groups.values()])
+    ttft_noise = noise_floor([series(runs, lambda r: r.ttft_ms) for runs in groups.values()])
+    baseline = plan.baseline.name
+    base = {(r.prompt, *slot(r)): r for r in counted if r.config == baseline and r.ok}
+    rows = []
+    for config in plan.configs:
+        mine = [r for r in counted if r.config == config.name]
+        row = base_row(plan, config.name, name, mine, {}, config.is_baseline)
+        own = [series(runs, throughput) for (c, _), runs in groups.items() if c == config.name]
+        update: dict[str, object] = {
+            "planned": plan.planned_rounds(config.name) * plan.runs_per_prompt(level) * len(keys),
+            "noise_floor": noise,
+            "ttft_noise_floor": ttft_noise,
+            "config_noise": noise_floor(own),
+        }
+        if not config.is_baseline:
+            pairs = [(r, b) for r in mine if r.ok and (b := base.get((r.prompt, *slot(r))))]
+            update.update(_pooled_speed(pairs))
+        rows.append(row.model_copy(update=update))
+    return rows
+
+
+def _pooled_speed(pairs: list[tuple[RunRecord, RunRecord]]) -> dict[str, object]:
+    """A pooled row's speed fields, from its runs paired with the baseline's."""
+    speed = [s for r, b in pairs if (s := ratio(throughput(r), throughput(b))) is not None]
+    ttft = [s for r, b in pairs if (s := ratio(r.ttft_ms, b.ttft_ms)) is not None]
+    decode = [s for r, b in pairs if (s := ratio(r.tokens_per_second, b.tokens_per_second))]
+    low, high = bootstrap_interval(speed) or (None, None)
+    ttft_low, ttft_high = bootstrap_interval(ttft) or (None, None)
+    return {
+        "speedup_vs_baseline": _median(speed),
+        "speedup_min": min(speed, default=None),
+        "speedup_max": max(speed, default=None),
+        "speedup_low": low,
+        "speedup_high": high,
+        "decode_speedup_vs_baseline": _median(decode),
+        "ttft_ratio_vs_baseline": _median(ttft),
+        "ttft_low": ttft_low,
+        "ttft_high": ttft_high,
+        # Rounds, not runs: a round of three prompts is one round's evidence, not three.
+        "pairs": len({r.round for r, b in pairs if ratio(throughput(r), throughput(b))}),
+    }
 
 
 def report_rows(plan: ComparePlan, records: Sequence[RunRecord]) -> list[SummaryRow]:
