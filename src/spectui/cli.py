@@ -1,4 +1,7 @@
-"""Command line: parse arguments -> settings -> run the TUI or a headless command.
+"""Command line: parse arguments -> the command's options -> run the TUI or a headless command.
+
+The commands are the modules of `COMMANDS` (`spectui.commands.command` says what each exports);
+the command line is built from them and dispatched to the one named, with no branch per command.
 
 Every failure a user can cause ends in one line on stderr and a non-zero exit status; anything
 unexpected is logged with its traceback to the state dir and summarised in one line too.
@@ -11,29 +14,51 @@ import sys
 import traceback
 from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
 
 from spectui import __version__
-from spectui.commands.common import add_generation_flags
-from spectui.commands.launch_options import add_launch_options, flag_settings
+from spectui.commands import (
+    compare,
+    doctor,
+    export,
+    follow,
+    prompts,
+    proxy,
+    replay,
+    share,
+    stream,
+    tui,
+    tune,
+    watch,
+    whatif,
+)
+from spectui.commands.command import Command, Invocation, RootCommand, Runnable
+from spectui.commands.launch_options import flag_settings
 from spectui.config import Settings, load_settings, state_dir
 from spectui.core.errors import SpectuiError
 from spectui.core.files import write_new
 
+COMMANDS: tuple[Command, ...] = (
+    stream,
+    doctor,
+    prompts,
+    compare,
+    replay,
+    export,
+    proxy,
+    tune,
+    watch,
+    follow,
+    share,
+    whatif,
+)
+"""Every command, in the order `spectui --help` lists them: the one place a command is added."""
 
-def _sampling_options(parser: argparse.ArgumentParser) -> None:
-    run = parser.add_argument_group("generation")
-    source = run.add_mutually_exclusive_group()
-    source.add_argument("--prompt", help="prompt text")
-    source.add_argument("--prompt-file", type=Path, help="read the prompt from a file")
-    source.add_argument(
-        "--builtin", metavar="KEY", help="a built-in prompt (see `spectui prompts`)"
-    )
-    add_generation_flags(run)
+ROOT: RootCommand = tui
+"""What `spectui` with no command runs: the live TUI, whose flags are the top-level parser's."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line."""
+def build_parser(commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentParser:
+    """The whole command line: the TUI's flags at the top, then a subparser per command."""
     # No abbreviations: the top-level parser sees every argument, and a prefix such as
     # `export --to` would otherwise be ambiguous with `--top-k` / `--top-p`.
     parser = argparse.ArgumentParser(
@@ -44,75 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
         "$XDG_CONFIG_HOME/spectui/config.toml and SPECTUI_* environment variables.",
     )
     parser.add_argument("--version", action="version", version=f"spectui {__version__}")
-    add_launch_options(parser)
-    _sampling_options(parser)
-    parser.add_argument("--run", action="store_true", help="start generating once ready")
-    parser.add_argument("--theme", help="TUI theme (spectui-dark, spectui-light, ...)")
-    parser.add_argument(
-        "--record", type=Path, metavar="FILE", help="record runs to session files (FILE, FILE-2…)"
-    )
-    parser.add_argument(
-        "--broadcast",
-        action="store_true",
-        default=None,
-        help="record every run into the live folder for `spectui follow --live` / `share`",
-    )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    # SUPPRESS: options given before the command (`spectui --model X stream`) must survive the
-    # subparser, which would otherwise reset them to its own None defaults.
-    stream = commands.add_parser(
-        "stream", help="stream one generation headless", argument_default=argparse.SUPPRESS
-    )
-    add_launch_options(stream)
-    _sampling_options(stream)
-    stream.add_argument("--format", choices=["text", "jsonl"], default="text")
-    stream.add_argument(
-        "--record", type=Path, metavar="FILE", help="also record the run to a session file"
-    )
-
-    from spectui.commands.doctor import add_doctor_parser
-
-    add_doctor_parser(commands)
-
-    commands.add_parser("prompts", help="list the built-in prompts")
-    from spectui.commands.compare import add_compare_options
-
-    compare = commands.add_parser(
-        "compare",
-        help="fair A/B of spec configs on the same prompts, answers checked",
-        argument_default=argparse.SUPPRESS,
-    )
-    add_launch_options(compare)
-    add_compare_options(compare)
-    compare.add_argument(
-        "--record", type=Path, metavar="DIR", help="also record every run to a session file in DIR"
-    )
-    from spectui.commands.export import add_export_parser
-    from spectui.commands.replay import add_replay_parser
-
-    add_replay_parser(commands)
-    add_export_parser(commands)
-    from spectui.commands.proxy import add_proxy_parser
-    from spectui.commands.watch import add_watch_parser
-
-    add_proxy_parser(commands)
-    from spectui.commands.tune import add_tune_parser
-
-    add_tune_parser(commands)
-    # The decision rule's one option, the same flag for both (ResultsOptions.identical_answers).
-    from spectui.commands.compare import add_identical_answers_flag
-
-    add_identical_answers_flag(commands.choices["tune"])
-    add_watch_parser(commands)
-    from spectui.commands.follow import add_follow_parser
-    from spectui.commands.share import add_share_parser
-
-    add_follow_parser(commands)
-    add_share_parser(commands)
-    from spectui.commands.whatif import add_whatif_parser
-
-    add_whatif_parser(commands)
+    ROOT.add_arguments(parser)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for command in commands:
+        command.add_parser(subparsers)
     return parser
 
 
@@ -148,13 +108,21 @@ def _report_crash(error: BaseException) -> str:
     return f"details in {path}"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `spectui` console script."""
+def chosen(args: argparse.Namespace, commands: Sequence[Command] = COMMANDS) -> Runnable:
+    """The command the parsed command line names (`ROOT` when it names none)."""
+    if args.command is None:
+        return ROOT
+    return {command.NAME: command for command in commands}[args.command]
+
+
+def main(argv: Sequence[str] | None = None, commands: Sequence[Command] = COMMANDS) -> int:
+    """Entry point of the `spectui` console script (``commands``: the registered ones)."""
     own, extra = split_extra(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    args = parser.parse_args(own)
+    args = build_parser(commands).parse_args(own)
+    command = chosen(args, commands)
+    invocation = Invocation(lambda: settings_from(args, extra))
     try:
-        return _dispatch(args, extra)
+        return command.run(command.Options.from_namespace(args), invocation)
     except SpectuiError as error:
         print(f"spectui: {error}", file=sys.stderr)
         return error.exit_code
@@ -164,63 +132,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:  # last line of defence: one line, never a traceback
         print(f"spectui: unexpected error: {error!r} — {_report_crash(error)}", file=sys.stderr)
         return 1
-
-
-def _dispatch(args: argparse.Namespace, extra: list[str]) -> int:
-    if args.command == "doctor":
-        from spectui.commands.doctor import run_doctor
-
-        return run_doctor(settings_from(args, extra), args)
-    if args.command == "prompts":
-        from spectui.core.prompts import BUILTIN_PROMPTS
-
-        for prompt in BUILTIN_PROMPTS:
-            print(f"{prompt.key:<14} {prompt.title} — {prompt.expectation}")
-        return 0
-    if args.command == "watch":
-        from spectui.commands.watch import run_watch
-
-        return run_watch(args)
-    if args.command == "whatif":
-        from spectui.commands.whatif import run_whatif
-
-        return run_whatif(args)
-    settings = settings_from(args, extra)
-    if args.command == "proxy":
-        from spectui.commands.proxy import run_proxy
-
-        return run_proxy(settings, args)
-    if args.command == "tune":
-        from spectui.commands.tune import run_tune
-
-        return run_tune(settings, args)
-    if args.command == "compare":
-        from spectui.commands.compare import run_compare
-
-        return run_compare(settings, args)
-    if args.command == "follow":
-        from spectui.commands.follow import run_follow
-
-        return run_follow(settings, args)
-    if args.command == "share":
-        from spectui.commands.share import run_share
-
-        return run_share(settings, args)
-    if args.command == "replay":
-        from spectui.commands.replay import run_replay
-
-        return run_replay(settings, args)
-    if args.command == "export":
-        from spectui.commands.export import run_export
-
-        return run_export(settings, args)
-    if args.command == "stream":
-        from spectui.commands.stream import run_stream
-
-        return run_stream(settings, args)
-    from spectui.commands.tui import run_tui_command
-
-    return run_tui_command(settings, args)
 
 
 if __name__ == "__main__":  # pragma: no cover

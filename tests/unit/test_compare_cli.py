@@ -6,9 +6,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from spectui.commands.compare_view import chart_text, run_line, summary_table
 from spectui.core.compare.runner import RunFinished
 from spectui.core.compare.store import CompareDocument
+from spectui.ui.console.compare import chart_text, run_line, summary_table
 
 from .compare_helpers import document, plan, record
 

@@ -584,7 +584,7 @@ def test_tune_refuses_a_bad_concurrency_in_one_line(
 
 
 def test_log_lines_name_the_level() -> None:
-    from spectui.commands.compare_view import run_line
+    from spectui.ui.console.compare import run_line
 
     run = _rec("ngram-mod", 2, level=4, start_ms=0, seq=9)
     assert run_line(RunFinished(record=run, done=10, total=40)).startswith(

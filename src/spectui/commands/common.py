@@ -114,3 +114,16 @@ def add_generation_flags(group: argparse._ArgumentGroup) -> None:
         dest="stall_timeout_s",
         help="seconds without a byte before a run counts as stalled (60)",
     )
+
+
+def add_prompt_flags(parser: argparse.ArgumentParser) -> None:
+    """The "generation" group of the TUI and `stream`: one prompt (text, file or built-in),
+    then the generation flags."""
+    run = parser.add_argument_group("generation")
+    source = run.add_mutually_exclusive_group()
+    source.add_argument("--prompt", help="prompt text")
+    source.add_argument("--prompt-file", type=Path, help="read the prompt from a file")
+    source.add_argument(
+        "--builtin", metavar="KEY", help="a built-in prompt (see `spectui prompts`)"
+    )
+    add_generation_flags(run)

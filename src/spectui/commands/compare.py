@@ -11,27 +11,35 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import sys
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from spectui.app_setup import compare_setup, recorder
+from spectui.commands.command import Invocation, Subparsers
 from spectui.commands.common import REQUEST_FLAGS, add_generation_flags, positive
-from spectui.commands.compare_view import LiveView, print_final
-from spectui.commands.results import ResultsOptions, resumed_setup
-from spectui.config import Settings, state_dir
+from spectui.commands.launch_options import add_launch_options
+from spectui.commands.results import ResultsOptions, add_identical_answers_flag
+from spectui.commands.runs import (
+    Reports,
+    default_output,
+    divergence_prober,
+    note_skipped_checkers,
+    resumed,
+    run_results,
+    slotted,
+)
+from spectui.config import Settings
 from spectui.core.compare.budget import MemoryBudget, resolve_budget
 from spectui.core.engine.base import Engine
 from spectui.core.errors import SpectuiError
-from spectui.lifecycle import run_guarded
 
 if TYPE_CHECKING:
-    from spectui.core.compare.divergence import Prober
     from spectui.core.compare.setup import CompareSetup
     from spectui.core.compare.store import CompareDocument
+
+NAME = "compare"
 
 DEFAULT_REPS = 3
 """Counted repetitions per config × prompt."""
@@ -44,8 +52,14 @@ class CompareUsageError(SpectuiError):
     exit_code = 2
 
 
-def add_compare_options(parser: argparse.ArgumentParser) -> None:
-    """The compare-specific flags (launch options come from the shared group)."""
+def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
+    """Register `spectui compare` (with the shared --model/--server-bin/... group)."""
+    parser = commands.add_parser(
+        NAME,
+        help="fair A/B of spec configs on the same prompts, answers checked",
+        argument_default=argparse.SUPPRESS,
+    )
+    add_launch_options(parser)
     group = parser.add_argument_group("compare")
     add_generation_flags(parser.add_argument_group("generation (the same for every run)"))
     group.add_argument(
@@ -119,6 +133,10 @@ def add_compare_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="show the comparison in the TUI (table filling in, responses and their diff)",
     )
+    parser.add_argument(
+        "--record", type=Path, metavar="DIR", help="also record every run to a session file in DIR"
+    )
+    return parser
 
 
 def levels(text: str) -> tuple[int, ...]:
@@ -144,18 +162,6 @@ def speed(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"a number above 0, e.g. 4, not {text!r}")
     return value
-
-
-def add_identical_answers_flag(group: argparse._ActionsContainer) -> None:
-    """``--identical-answers``: the strict rule (compare and tune)."""
-    group.add_argument(
-        "--identical-answers",
-        action="store_true",
-        dest="identical_answers",
-        help="drop a config for any answer that differs from the baseline's at temperature 0 "
-        "(default: a change at a near-tie of the baseline's is a caveat, and a prompt's "
-        "checker decides correctness where it has one); with --resume: re-judge",
-    )
 
 
 class CompareOptions(ResultsOptions):
@@ -194,10 +200,6 @@ _REFUSED = {
     "draft_n_max": "--spec-draft-n-max: put it in a --config",
     "draft_n_min": "--spec-draft-n-min: put it in a --config",
 }
-
-
-def _default_output() -> Path:
-    return state_dir() / "compare" / f"compare-{datetime.now():%Y%m%d-%H%M%S}.json"
 
 
 def _new_document(
@@ -252,137 +254,105 @@ def _new_document(
     )
 
 
-async def _compare(settings: Settings, args: argparse.Namespace) -> int:
+async def _compare(settings: Settings, args: argparse.Namespace | CompareOptions) -> int:
     from spectui.core.compare.runner import CompareRunner
     from spectui.core.compare.setup import slot_counter
     from spectui.core.compare.store import finished_seqs, load_document
+    from spectui.ui.console.compare import LiveView, print_final
 
-    options = CompareOptions.from_namespace(args)  # (nothing below reads ``args``)
-    options.refuse("compare", _REFUSED, _PLAN_FLAGS, CompareUsageError)
+    # (nothing below reads ``args``; unit tests hand a bare namespace)
+    options = args if isinstance(args, CompareOptions) else CompareOptions.from_namespace(args)
+    options.refuse(NAME, _REFUSED, _PLAN_FLAGS, CompareUsageError)
     resume = options.resume
     if resume is not None:
-        document = load_document(resume)
-        if options.memory_budget is not None:
-            # A judgement, not a measurement: a new budget re-judges the runs already made.
-            budget = resolve_budget(options.memory_budget)
-            document = document.model_copy(
-                update={"plan": document.plan.model_copy(update={"memory_budget": budget})}
-            )
-        if options.identical_answers:
-            document = document.model_copy(
-                update={"plan": document.plan.model_copy(update={"identical_answers": True})}
-            )
-        setup = resumed_setup(settings, document, resume, compare_setup)  # refusals first
+        document, setup = resumed(settings, load_document(resume), options, compare_setup)
         if document.complete:
             print(f"spectui: {resume} is already complete; nothing to resume", file=sys.stderr)
     else:
         budget = resolve_budget(options.memory_budget)  # a bad one: first
         setup = compare_setup(settings)
         document = _new_document(settings, options, setup, budget)
-    if document.plan.concurrent or document.plan.arrivals:
-        setup = setup.with_slots(document.plan.concurrency)  # (a refusal: before any file)
+    setup = slotted(setup, document)  # (a refusal: before any file)
+    plan = document.plan
     done = finished_seqs(document)
-    pending = [job for job in document.plan.jobs() if job.seq not in done]
-    trust_code = options.trust_code
-    if resume is not None and not trust_code and pending:
-        _note_skipped_checkers(document, resume)
-    first = document.plan.config(pending[0].config if pending else document.plan.configs[0].name)
-    outputs = options.outputs(_default_output)
-    exports = _Exports(options.csv_out, options.markdown_out)
-    record_dir = options.record
+    pending = [job for job in plan.jobs() if job.seq not in done]
+    if pending:
+        note_skipped_checkers(document, options)
+    first = plan.config(pending[0].config if pending else plan.configs[0].name)
+    outputs = options.outputs(lambda: default_output(NAME))
     engine: Engine = setup.engine(first.spec)
-    if record_dir is not None or settings.record:
+    if options.record is not None or settings.record:
         # One session file per run (warm-ups included), so any run can be replayed on stage.
-        folder = record_dir if record_dir is not None else settings.sessions_dir
+        folder = options.record if options.record is not None else settings.sessions_dir
         engine = recorder(engine, settings, sessions_dir=folder)
     runner = CompareRunner(
         engine,
         document,
         outputs=outputs,
-        on_save=exports.write,
-        trust_code=trust_code,
+        on_save=_reports(options),
+        trust_code=options.trust_code,
         probe=divergence_prober(engine),
-        slot_count=slot_counter(engine)
-        if document.plan.concurrent or document.plan.arrivals
-        else None,
+        slot_count=slot_counter(engine) if plan.concurrent or plan.arrivals else None,
     )
-    print(
-        f"spectui: results in {outputs[0]} (if interrupted: spectui compare --resume {outputs[0]})",
-        file=sys.stderr,
-    )
-    view = LiveView(runner.document)
-
     started = False
 
     async def body() -> int:
         nonlocal started
-        with view:
+        with LiveView(runner.document) as view:
             async for event in runner.run():
                 started = True  # the results file is ours (locked) from here on
                 view.update(event, runner.document)
-        final = runner.document
-        print_final(final, chart=not options.no_chart)
-        failed = sum(1 for r in final.runs if not r.ok)
+        print_final(runner.document, chart=not options.no_chart)
+        failed = _failed(runner.document)
         if failed:
             print(f"spectui: {failed} run(s) failed (see the table)", file=sys.stderr)
         return 1 if failed else 0
 
-    try:
-        if options.tui:
-            from spectui.ui.apps.compare import run_compare_tui
+    async def tui() -> int:
+        nonlocal started
+        from spectui.ui.apps.compare import run_compare_tui
 
-            started = True
-            code = await run_compare_tui(engine, settings, runner, outputs[0])
-            failed = sum(1 for r in runner.document.runs if not r.ok)
-            return code or (1 if failed else 0)
-        return await run_guarded(engine, body())
-    finally:
-        if started and not runner.document.complete:
-            with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
-                print(
-                    f"spectui: {len(runner.document.runs)} of {runner.total} runs kept in "
-                    f"{outputs[0]}; continue with: spectui compare --resume {outputs[0]}",
-                    file=sys.stderr,
-                )
+        started = True
+        code = await run_compare_tui(engine, settings, runner, outputs[0])
+        return code or (1 if _failed(runner.document) else 0)
 
-
-def divergence_prober(engine: Engine) -> Prober:
-    """Probes for changed answers, sent to ``engine``'s server (compare launches its own, so
-    no API key; the URL is read at each probe, after any restart)."""
-    from spectui.core.compare.divergence import HttpProber
-
-    return HttpProber(lambda: engine.info.url)
-
-
-def _note_skipped_checkers(document: CompareDocument, source: Path) -> None:
-    """One line on stderr when the plan's Python checkers will not run (untrusted file)."""
-    count = sum(1 for p in document.plan.prompts if p.check is not None and p.check.runs_code)
-    if count:
-        print(
-            f"spectui: skipping {count} python checker{'s' if count > 1 else ''} from {source} "
-            "(they run code); pass --trust-checkers to run them",
-            file=sys.stderr,
+    def cut_short() -> str | None:
+        if not started or runner.document.complete:
+            return None
+        return (
+            f"spectui: {len(runner.document.runs)} of {runner.total} runs kept in "
+            f"{outputs[0]}; continue with: spectui compare --resume {outputs[0]}"
         )
 
+    return await run_results(
+        engine,
+        headless=body,
+        tui=tui if options.tui else None,
+        announce=f"spectui: results in {outputs[0]} "
+        f"(if interrupted: spectui compare --resume {outputs[0]})",
+        cut_short=cut_short,
+    )
 
-class _Exports:
-    """CSV and Markdown files, rewritten with the JSON after every run."""
 
-    def __init__(self, csv_path: Path | None, markdown_path: Path | None) -> None:
-        self.csv_path = csv_path
-        self.markdown_path = markdown_path
+def _failed(document: CompareDocument) -> int:
+    return sum(1 for r in document.runs if not r.ok)
 
-    def write(self, document: CompareDocument) -> None:
-        from spectui.core.compare.export import to_csv, to_markdown
-        from spectui.core.compare.level_export import levels_csv
-        from spectui.core.compare.store import write_atomic
 
-        if self.csv_path is not None:
-            write_atomic(self.csv_path, to_csv(document))
-            if document.plan.concurrency != (1,) or document.plan.arrivals:
-                write_atomic(levels_csv_path(self.csv_path), levels_csv(document))
-        if self.markdown_path is not None:
-            write_atomic(self.markdown_path, to_markdown(document))
+def _reports(options: CompareOptions) -> Reports[CompareDocument]:
+    """The runs as CSV (and the concurrency table beside it) and the Markdown report."""
+    from spectui.core.compare.export import to_csv, to_markdown
+    from spectui.core.compare.level_export import levels_csv
+
+    def levels(document: CompareDocument) -> str | None:
+        plan = document.plan
+        return levels_csv(document) if plan.concurrency != (1,) or plan.arrivals else None
+
+    csv = options.csv_out
+    return Reports(
+        (csv, to_csv),
+        (levels_csv_path(csv) if csv is not None else None, levels),
+        (options.markdown_out, to_markdown),
+    )
 
 
 def levels_csv_path(csv_path: Path) -> Path:
@@ -390,15 +360,19 @@ def levels_csv_path(csv_path: Path) -> Path:
     return csv_path.with_name(f"{csv_path.stem}-levels{csv_path.suffix or '.csv'}")
 
 
-def run_compare(settings: Settings, args: argparse.Namespace) -> int:
+Options = CompareOptions
+
+
+def run(options: CompareOptions, invocation: Invocation) -> int:
     """Run `spectui compare`; returns the exit status."""
-    return asyncio.run(_compare(settings, args))
+    return asyncio.run(_compare(invocation.settings, options))
 
 
 __all__: Sequence[str] = (
+    "NAME",
     "CompareOptions",
-    "add_compare_options",
-    "add_identical_answers_flag",
+    "Options",
+    "add_parser",
     "divergence_prober",
-    "run_compare",
+    "run",
 )

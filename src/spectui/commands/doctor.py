@@ -8,6 +8,7 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING
 
+from spectui.commands.command import Invocation, Subparsers
 from spectui.commands.common import PromptOptions, add_generation_flags
 from spectui.commands.launch_options import add_launch_options
 from spectui.config import Settings
@@ -16,6 +17,8 @@ from spectui.core.prompts import BuiltinPrompt, builtin_prompt
 
 if TYPE_CHECKING:
     from spectui.core.engine.trial import TrialReport, TypeTrial
+
+NAME = "doctor"
 
 TRY_N_PREDICT = 48
 """Tokens each type generates under ``--try`` (short: it proves the type runs, nothing more)."""
@@ -42,10 +45,10 @@ class DoctorOptions(PromptOptions):
     """--try-timeout: seconds one type may take to start and generate before it counts as hung."""
 
 
-def add_doctor_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
     """Register `spectui doctor` (with the shared --model/--server-bin/... group)."""
     doctor = commands.add_parser(
-        "doctor",
+        NAME,
         help="which llama-server spectui would use, and why; what each spec type needs "
         "(--try: run each one)",
         argument_default=argparse.SUPPRESS,
@@ -71,11 +74,15 @@ def add_doctor_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
     source.add_argument("--prompt", help=f"the --try prompt (default: built-in {TRY_PROMPT})")
     source.add_argument("--builtin", metavar="KEY", help="a built-in prompt for --try")
     add_generation_flags(doctor.add_argument_group("generation (--try)"))
+    return doctor
 
 
-def run_doctor(settings: Settings, args: argparse.Namespace) -> int:
+Options = DoctorOptions
+
+
+def run(options: DoctorOptions, invocation: Invocation) -> int:
     """Run `spectui doctor`; returns the exit status."""
-    options = DoctorOptions.from_namespace(args)
+    settings = invocation.settings
     if options.try_types:
         return asyncio.run(_try(settings, options))
     from spectui.app_setup import engine_dirs

@@ -10,15 +10,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from spectui.commands.command import Invocation, Subparsers
 from spectui.commands.options import CommandOptions
 from spectui.commands.replay import load_sessions
 from spectui.commands.stream import summary_line
-from spectui.config import Settings
 from spectui.core.errors import SpectuiError
-from spectui.core.sessions.file import Session
+from spectui.ui.export import FORMATS, render
 
-FORMATS = {"svg": ".svg", "html": ".html", "ansi": ".ans", "cast": ".cast"}
-"""Export formats and the suffix of their default output file."""
+NAME = "export"
 
 
 class ExportError(SpectuiError):
@@ -27,10 +26,10 @@ class ExportError(SpectuiError):
     title = "Export failed"
 
 
-def add_export_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
     """Register `spectui export`."""
     export = commands.add_parser(
-        "export", help="write a session's coloured transcript as svg, html, ansi or cast"
+        NAME, help="write a session's coloured transcript as svg, html, ansi or cast"
     )
     export.add_argument("file", type=Path, metavar="FILE", help="session file")
     export.add_argument("--to", choices=sorted(FORMATS), required=True, help="output format")
@@ -41,6 +40,7 @@ def add_export_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
         metavar="OUT",
         help="output file ('-' for stdout; default: FILE with the format's suffix)",
     )
+    return export
 
 
 class ExportOptions(CommandOptions):
@@ -54,28 +54,14 @@ class ExportOptions(CommandOptions):
     """--output: the file to write ('-': stdout; None: FILE with the format's suffix)."""
 
 
-def render(session: Session, fmt: str, settings: Settings) -> str:
-    """The export of ``session`` in format ``fmt``; the headline words the numbers as
-    `spectui stream` does."""
-    if fmt == "svg":
-        from spectui.ui.export.svg import to_svg
-
-        return to_svg(session, settings)
-    from spectui.ui.export.ansi import to_ansi
-    from spectui.ui.export.cast import to_cast
-    from spectui.ui.export.html import to_html
-    from spectui.ui.export.palette import Palette
-
-    palette = Palette.for_theme(settings.theme)
-    renderer = {"html": to_html, "ansi": to_ansi, "cast": to_cast}[fmt]
-    return renderer(session, palette, summary_line)
+Options = ExportOptions
 
 
-def run_export(settings: Settings, args: argparse.Namespace) -> int:
+def run(options: ExportOptions, invocation: Invocation) -> int:
     """Run `spectui export`; returns the exit status."""
-    options = ExportOptions.from_namespace(args)
+    settings = invocation.settings
     (session,) = load_sessions([options.file])
-    content = render(session, options.to, settings)
+    content = render(session, options.to, settings, summary_line)
     output = options.output
     if output is not None and str(output) == "-":
         sys.stdout.write(content)

@@ -11,6 +11,8 @@ import argparse
 import os
 from pathlib import Path
 
+from spectui.commands.command import Invocation, Subparsers
+from spectui.commands.options import CommandOptions
 from spectui.config import Settings, live_dir
 from spectui.core.errors import SpectuiError
 from spectui.core.sessions.recording import SUFFIX
@@ -20,6 +22,8 @@ from spectui.core.sessions.tail import (
     FollowOptions,
     looks_like_session,
 )
+
+NAME = "follow"
 
 
 class FollowArgsError(SpectuiError):
@@ -71,25 +75,39 @@ def add_follow_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_follow_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+class FollowCommandOptions(CommandOptions):
+    """`spectui follow`'s options (and `share`'s, which serves a follower per viewer)."""
+
+    target: Path | None = None
+    """DIR|FILE: a session folder or file (None: the sessions dir, or with --live the live one)."""
+    live: bool = False
+    """--live: follow the broadcast folder of `spectui --broadcast`."""
+    waiting_after: float = WAITING_AFTER_S
+    """--waiting-after: seconds of silence before a run shows 'waiting…'."""
+    stopped_after: float = STOPPED_AFTER_S
+    """--stopped-after: seconds of silence before it shows 'presenter stopped'."""
+
+
+def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
     """Register `spectui follow`."""
     follow = commands.add_parser(
-        "follow",
+        NAME,
         help="follow a presenter's runs live from its session files (read-only, no server)",
         description="The full live TUI fed by a session file as it is written: the newest "
         "file in DIR, then each next run's. Nothing can be run, stopped or switched from "
         "here. Keys: l what is followed, ? help, q quit.",
     )
     add_follow_arguments(follow)
+    return follow
 
 
-def follow_options(settings: Settings, args: argparse.Namespace) -> FollowOptions:
-    """The command line as typed options; one clear line for a target that cannot be."""
-    target: Path | None = args.target
-    if target is not None and args.live:
+def follow_options(settings: Settings, options: FollowCommandOptions) -> FollowOptions:
+    """What to follow and how patiently; one clear line for a target that cannot be."""
+    target = options.target
+    if target is not None and options.live:
         raise FollowArgsError("give a folder or --live, not both")
     if target is None:
-        target = live_dir() if args.live else settings.sessions_dir
+        target = live_dir() if options.live else settings.sessions_dir
     target = target.expanduser()
     if target.exists() and not (target.is_dir() or target.is_file()):
         raise FollowArgsError(f"{target} is neither a folder nor a file")
@@ -103,17 +121,21 @@ def follow_options(settings: Settings, args: argparse.Namespace) -> FollowOption
         raise FollowArgsError(f"cannot read the folder {target}")
     return FollowOptions(
         target=target,
-        waiting_after_s=args.waiting_after,
-        stopped_after_s=max(args.stopped_after, args.waiting_after),
+        waiting_after_s=options.waiting_after,
+        stopped_after_s=max(options.stopped_after, options.waiting_after),
     )
 
 
-def run_follow(settings: Settings, args: argparse.Namespace) -> int:
+Options = FollowCommandOptions
+
+
+def run(options: FollowCommandOptions, invocation: Invocation) -> int:
     """Run `spectui follow`; returns the exit status."""
-    options = follow_options(settings, args)
+    settings = invocation.settings
+    followed = follow_options(settings, options)
     from spectui.ui.apps.follow import run_follow_tui
 
-    return run_follow_tui(options, settings)
+    return run_follow_tui(followed, settings)
 
 
 def open_live_dir() -> Path:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from spectui.commands.command import Invocation, Subparsers
 from spectui.commands.launch_options import add_launch_options
 from spectui.commands.options import CommandOptions
 from spectui.commands.output import EXIT_PIPE_CLOSED, OutputClosed, ThrottledOutput
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from spectui.core.proxy.hub import LiveRequest
     from spectui.core.proxy.models import ProxyOptions, ProxyRecord
     from spectui.core.proxy.session import ProxySession
+
+NAME = "proxy"
 
 DEFAULT_LISTEN = "127.0.0.1:8081"
 """Where the proxy listens unless told otherwise: this machine only."""
@@ -55,10 +58,10 @@ def _count(text: str) -> int:
     return int(text)
 
 
-def add_proxy_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
     """Register `spectui proxy` (with the TUI's server flags)."""
     proxy = commands.add_parser(
-        "proxy",
+        NAME,
         help="put spectui between your clients and llama-server: every request, token by token",
         description="Clients point at the proxy instead of the server. Every path passes "
         "through; streamed /completion, /v1/completions and /v1/chat/completions are "
@@ -125,6 +128,7 @@ def add_proxy_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="requests handled at once (default 256; beyond it: 503)",
     )
     group.add_argument("--theme", help="TUI theme")
+    return proxy
 
 
 class ProxyUsageError(SpectuiError):
@@ -326,9 +330,12 @@ async def _headless(settings: Settings, options: ProxyCommandOptions) -> int:
     return EXIT_PIPE_CLOSED if out.closed else status
 
 
-def run_proxy(settings: Settings, args: argparse.Namespace) -> int:
+Options = ProxyCommandOptions
+
+
+def run(options: ProxyCommandOptions, invocation: Invocation) -> int:
     """Run `spectui proxy`; returns the exit status."""
-    options = ProxyCommandOptions.from_namespace(args)
+    settings = invocation.settings
     if options.format == "jsonl":
         if options.slots:
             raise ProxyUsageError("--slots is a view of the proxy TUI: not with --format jsonl")

@@ -8,11 +8,13 @@ import json
 import sys
 from pathlib import Path
 
+from spectui.commands.command import Invocation, Subparsers
 from spectui.commands.options import CommandOptions
-from spectui.config import Settings
 from spectui.core.errors import SpectuiError
 from spectui.core.sessions.file import Session, read_session
 from spectui.core.sessions.replay import SPEEDS, recompute
+
+NAME = "replay"
 
 MAX_SESSIONS = 2
 """One session, or two side by side."""
@@ -38,10 +40,10 @@ def parse_speed(text: str) -> float | None:
     return speed
 
 
-def add_replay_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
     """Register `spectui replay`."""
     replay = commands.add_parser(
-        "replay",
+        NAME,
         help="play a recorded session (two side by side), no server needed",
         description="Play a session file in the TUI with its recorded timing. Keys: space "
         "pause/resume, n step one token, v speed, r play again, q quit.",
@@ -59,6 +61,7 @@ def add_replay_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
         action="store_true",
         help="print the summary recomputed from the events as JSON (no UI)",
     )
+    return replay
 
 
 def load_sessions(paths: list[Path]) -> list[Session]:
@@ -94,9 +97,12 @@ class ReplayOptions(CommandOptions):
     """--summary: print the summary recomputed from the events as JSON (no UI)."""
 
 
-def run_replay(settings: Settings, args: argparse.Namespace) -> int:
+Options = ReplayOptions
+
+
+def run(options: ReplayOptions, invocation: Invocation) -> int:
     """Run `spectui replay`; returns the exit status."""
-    options = ReplayOptions.from_namespace(args)
+    settings = invocation.settings
     paths = options.files
     if len(paths) > MAX_SESSIONS:
         raise ReplayArgsError(f"replay plays one session, or two side by side; got {len(paths)}")

@@ -1,33 +1,29 @@
-"""What `compare` and `tune` share about their results file: the flags (``--json``,
-``--markdown``, ``--resume``, ``--trust-checkers``, ...), the flags refused outright or on
-``--resume``, where results are written, and the setup a resumed file was measured with."""
+"""What `compare` and `tune` share about their results file: the options (``--json``,
+``--markdown``, ``--resume``, ``--trust-checkers``, ...), the decision rule's one flag, the flags
+refused outright or on ``--resume``, and where results are written. The run around the file is
+`commands.runs`."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Self
+from typing import Self
 
 from spectui.commands.options import CommandOptions
 from spectui.core.errors import SpectuiError
 
-if TYPE_CHECKING:
-    from spectui.config import Settings
-    from spectui.core.compare.setup import CompareSetup
-    from spectui.core.compare.store import CompareDocument, ServerOptions
 
-    class SetupFactory(Protocol):
-        """`app_setup.compare_setup`'s signature."""
-
-        def __call__(
-            self,
-            settings: Settings,
-            *,
-            binary: Path | None = None,
-            model: Path | None = None,
-            server: ServerOptions | None = None,
-        ) -> CompareSetup: ...
+def add_identical_answers_flag(group: argparse._ActionsContainer) -> None:
+    """``--identical-answers``: the strict rule, the same flag for compare and tune."""
+    group.add_argument(
+        "--identical-answers",
+        action="store_true",
+        dest="identical_answers",
+        help="drop a config for any answer that differs from the baseline's at temperature 0 "
+        "(default: a change at a near-tie of the baseline's is a caveat, and a prompt's "
+        "checker decides correctness where it has one); with --resume: re-judge",
+    )
 
 
 class ResultsOptions(CommandOptions):
@@ -93,21 +89,3 @@ class ResultsOptions(CommandOptions):
         if self.json_out is not None and self.json_out not in outputs:
             outputs.append(self.json_out)
         return outputs
-
-
-def resumed_setup(
-    settings: Settings, document: CompareDocument, source: Path, compare_setup: SetupFactory
-) -> CompareSetup:
-    """The binary, model and server arguments ``document`` (read from ``source``) was measured
-    with (refused if they changed); ``compare_setup`` is `app_setup.compare_setup` (the
-    command's own name for it)."""
-    from spectui.core.compare.store import check_same_setup
-
-    setup = compare_setup(
-        settings,
-        binary=Path(document.binary.path),
-        model=settings.model or Path(document.model.path),
-        server=document.server.with_secrets(settings.server_args, source),
-    )
-    check_same_setup(document, setup.binary_info, setup.model_info)
-    return setup

@@ -31,7 +31,13 @@ from dataclasses import dataclass
 from html import escape
 from typing import TYPE_CHECKING
 
-from spectui.commands.follow import FollowArgsError, add_follow_arguments, follow_options
+from spectui.commands.command import Invocation, Subparsers
+from spectui.commands.follow import (
+    FollowArgsError,
+    FollowCommandOptions,
+    add_follow_arguments,
+    follow_options,
+)
 from spectui.config import Settings
 from spectui.core.overrides import Override, enabled, why_off
 from spectui.core.sessions.tail import FollowOptions
@@ -39,6 +45,8 @@ from spectui.core.sessions.tail import FollowOptions
 if TYPE_CHECKING:
     from aiohttp import web
     from aiohttp.typedefs import Handler, Middleware
+
+NAME = "share"
 
 DEFAULT_LISTEN = "127.0.0.1:8765"
 DEFAULT_MAX_VIEWERS = 20
@@ -124,10 +132,10 @@ def viewers(text: str) -> int:
     return value
 
 
-def add_share_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
     """Register `spectui share`."""
     share = commands.add_parser(
-        "share",
+        NAME,
         help="serve `spectui follow DIR` to browsers (textual-serve; one follower per viewer)",
         description="Each browser tab gets its own `spectui follow` process (never a "
         "llama-server). Loopback by default; another interface only with a warning and a "
@@ -148,6 +156,16 @@ def add_share_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         metavar="N",
         help=f"viewers at once; later ones get a page saying so (default {DEFAULT_MAX_VIEWERS})",
     )
+    return share
+
+
+class ShareOptions(FollowCommandOptions):
+    """`spectui share`'s options: what each viewer's follower follows, and where to listen."""
+
+    listen: Listen = parse_listen(DEFAULT_LISTEN)
+    """--listen: where the share listens (HOST:PORT)."""
+    max_viewers: int = DEFAULT_MAX_VIEWERS
+    """--max-viewers: viewers at once; later ones get a page saying so."""
 
 
 def follower_command(options: FollowOptions, settings: Settings) -> str:
@@ -271,8 +289,12 @@ class ShareServer:
             self.viewers -= 1
 
 
-def run_share(settings: Settings, args: argparse.Namespace) -> int:
+Options = ShareOptions
+
+
+def run(options: ShareOptions, invocation: Invocation) -> int:
     """Run `spectui share` until Ctrl-C / SIGTERM; returns the exit status."""
+    settings = invocation.settings
     try:
         import textual_serve  # noqa: F401
     except ImportError:
@@ -281,13 +303,13 @@ def run_share(settings: Settings, args: argparse.Namespace) -> int:
         ) from None
     from aiohttp import web
 
-    options = follow_options(settings, args)
-    listen: Listen = args.listen
+    followed = follow_options(settings, options)
+    listen = options.listen
     if not serve_handlers_enabled():
-        return _serve_stock(follower_command(options, settings), listen)
+        return _serve_stock(follower_command(followed, settings), listen)
     token = None if listen.loopback else secrets.token_urlsafe(TOKEN_BYTES)
     server = ShareServer(
-        follower_command(options, settings), listen, max_viewers=args.max_viewers, token=token
+        follower_command(followed, settings), listen, max_viewers=options.max_viewers, token=token
     )
     if token is not None:
         print(
@@ -297,8 +319,8 @@ def run_share(settings: Settings, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     ready = (
-        f"spectui share: following {options.target} · open {server.url} "
-        f"(at most {args.max_viewers} viewers) · Ctrl-C stops"
+        f"spectui share: following {followed.target} · open {server.url} "
+        f"(at most {options.max_viewers} viewers) · Ctrl-C stops"
     )
     try:
         # aiohttp calls ``print`` once it listens: the URL is shown only when it works.

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Literal
 
 from spectui.app_setup import build_engine, recorder_for, request_for
-from spectui.commands.common import PromptError, PromptOptions
+from spectui.commands.command import Invocation, Subparsers
+from spectui.commands.common import PromptError, PromptOptions, add_prompt_flags
+from spectui.commands.launch_options import add_launch_options
 from spectui.commands.output import EXIT_PIPE_CLOSED, OutputClosed, ThrottledOutput
 from spectui.config import Settings
 from spectui.core.events import (
@@ -28,6 +30,8 @@ from spectui.core.events import (
 )
 from spectui.core.sessions.recording import recording_notes
 from spectui.lifecycle import run_guarded
+
+NAME = "stream"
 
 _DRAFT_STYLE = "\x1b[1;4;32m"  # bold, underlined, green: reads without colour too
 _RESET = "\x1b[0m"
@@ -156,6 +160,22 @@ def _json_record(event: EngineEvent) -> dict[str, object] | None:
     return None
 
 
+def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
+    """Register `spectui stream` (with the TUI's server and generation flags)."""
+    # SUPPRESS: options given before the command (`spectui --model X stream`) must survive the
+    # subparser, which would otherwise reset them to its own None defaults.
+    stream = commands.add_parser(
+        NAME, help="stream one generation headless", argument_default=argparse.SUPPRESS
+    )
+    add_launch_options(stream)
+    add_prompt_flags(stream)
+    stream.add_argument("--format", choices=["text", "jsonl"], default="text")
+    stream.add_argument(
+        "--record", type=Path, metavar="FILE", help="also record the run to a session file"
+    )
+    return stream
+
+
 class StreamOptions(PromptOptions):
     """`spectui stream`'s own options."""
 
@@ -233,6 +253,9 @@ def _fail(out: ThrottledOutput, message: str, as_json: bool, *, exit_code: int) 
     return exit_code
 
 
-def run_stream(settings: Settings, args: argparse.Namespace) -> int:
+Options = StreamOptions
+
+
+def run(options: StreamOptions, invocation: Invocation) -> int:
     """Run `spectui stream`; returns the exit status."""
-    return asyncio.run(_stream(settings, StreamOptions.from_namespace(args)))
+    return asyncio.run(_stream(invocation.settings, options))

@@ -6,9 +6,28 @@ import argparse
 from pathlib import Path
 
 from spectui.app_setup import build_engine, recorder
-from spectui.commands.common import PromptOptions
+from spectui.commands.command import Invocation
+from spectui.commands.common import PromptOptions, add_prompt_flags
+from spectui.commands.launch_options import add_launch_options
 from spectui.config import Settings
 from spectui.core.engine.live import DemoModelMissingError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The TUI's flags, the top-level parser's: the server, the prompt, what to do with it."""
+    add_launch_options(parser)
+    add_prompt_flags(parser)
+    parser.add_argument("--run", action="store_true", help="start generating once ready")
+    parser.add_argument("--theme", help="TUI theme (spectui-dark, spectui-light, ...)")
+    parser.add_argument(
+        "--record", type=Path, metavar="FILE", help="record runs to session files (FILE, FILE-2…)"
+    )
+    parser.add_argument(
+        "--broadcast",
+        action="store_true",
+        default=None,
+        help="record every run into the live folder for `spectui follow --live` / `share`",
+    )
 
 
 def broadcast_dir(settings: Settings, record: Path | None) -> Path | None:
@@ -31,11 +50,14 @@ class TuiOptions(PromptOptions):
     """--run: start generating once the server is ready."""
 
 
-def run_tui_command(settings: Settings, args: argparse.Namespace) -> int:
+Options = TuiOptions
+
+
+def run(options: TuiOptions, invocation: Invocation) -> int:
     """Build the engine (all checks before any process starts), then run the app."""
     from spectui.ui.apps.live import run_no_model, run_tui
 
-    options = TuiOptions.from_namespace(args)
+    settings = invocation.settings
     prompt = options.chosen_prompt()
     path = options.record
     live = broadcast_dir(settings, path)

@@ -10,24 +10,33 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import re
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from spectui.app_setup import compare_setup
+from spectui.commands.command import Invocation, Subparsers
 from spectui.commands.common import REQUEST_FLAGS, add_generation_flags, positive
 from spectui.commands.launch_options import add_launch_options
-from spectui.commands.results import ResultsOptions, resumed_setup
-from spectui.config import Settings, state_dir
+from spectui.commands.results import ResultsOptions, add_identical_answers_flag
+from spectui.commands.runs import (
+    Reports,
+    default_output,
+    divergence_prober,
+    note_skipped_checkers,
+    resumed,
+    run_results,
+    slotted,
+)
+from spectui.config import Settings
 from spectui.core.errors import SpectuiError
-from spectui.lifecycle import run_guarded
 
 if TYPE_CHECKING:
     from spectui.core.compare.setup import CompareSetup
     from spectui.core.tune.models import TuneDocument
+
+NAME = "tune"
 
 DEFAULT_BUDGET_S = 600.0
 """Ten minutes: round one of the full grid on the built-in prompts, and the finals, on a laptop."""
@@ -54,10 +63,10 @@ def parse_duration(text: str) -> float:
     return total
 
 
-def add_tune_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
     """Register `spectui tune` (with the shared --model/--server-bin/... group)."""
     tune = commands.add_parser(
-        "tune",
+        NAME,
         help="search this binary's spec configs for the one that wins on your prompts",
         argument_default=argparse.SUPPRESS,
     )
@@ -109,10 +118,12 @@ def add_tune_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
         dest="trust_checkers",
         help="with --resume: run the file's python checkers",
     )
+    add_identical_answers_flag(group)
     group.add_argument("--no-chart", action="store_true", dest="no_chart", help="skip the curves")
     group.add_argument(
         "--tui", action="store_true", help="show the leaderboard filling in, in the TUI"
     )
+    return tune
 
 
 class TuneOptions(ResultsOptions):
@@ -146,10 +157,6 @@ _REFUSED = {
     "draft_n_min": "--spec-draft-n-min: tune searches it",
     "url": "--url: tune launches its own llama-server (it restarts it per config)",
 }
-
-
-def _default_output() -> Path:
-    return state_dir() / "tune" / f"tune-{datetime.now():%Y%m%d-%H%M%S}.json"
 
 
 def load_tune(path: Path) -> TuneDocument:
@@ -187,63 +194,44 @@ def _new(settings: Settings, options: TuneOptions) -> tuple[TuneDocument, Compar
     return document, setup
 
 
-def _resumed(
-    settings: Settings, options: TuneOptions, path: Path
-) -> tuple[TuneDocument, CompareSetup]:
+def _resumed(settings: Settings, options: TuneOptions) -> tuple[TuneDocument, CompareSetup]:
     from spectui.core.tune.report import refreshed
 
-    document = load_tune(path)
-    compare = document.compare
-    setup = resumed_setup(settings, compare, path, compare_setup)
-    if compare.plan.concurrent:
-        setup = setup.with_slots(compare.plan.concurrency)
+    assert options.resume is not None
+    document = load_tune(options.resume)
+    compare, setup = resumed(settings, document.compare, options, compare_setup)
+    setup = slotted(setup, compare)
     if options.budget is not None:
         document = document.model_copy(update={"budget_s": options.budget})
-    if options.identical_answers:
-        # A judgement, not a measurement: the runs already made are judged again, none re-run.
-        plan = compare.plan.model_copy(update={"identical_answers": True})
-        compare = compare.model_copy(update={"plan": plan})
     # Findings are recomputed from the runs, so a file always reads under this version's rule.
     fresh = compare.updated(compare.runs, compare.server_starts, compare.sessions)
     return refreshed(document.model_copy(update={"compare": fresh})), setup
 
 
-async def _tune(settings: Settings, args: argparse.Namespace) -> int:
-    from spectui.commands.compare import divergence_prober
-    from spectui.commands.tune_view import TuneView, print_final
+async def _tune(settings: Settings, options: TuneOptions) -> int:
     from spectui.core.compare.setup import slot_counter
     from spectui.core.tune.export import to_markdown
     from spectui.core.tune.runner import TuneRunner
+    from spectui.ui.console.tune import TuneView, print_final
 
-    options = TuneOptions.from_namespace(args)  # (nothing below reads ``args``)
-    options.refuse("tune", _REFUSED, _PLAN_FLAGS, TuneUsageError)
+    options.refuse(NAME, _REFUSED, _PLAN_FLAGS, TuneUsageError)
     resume = options.resume
-    document, setup = _resumed(settings, options, resume) if resume else _new(settings, options)
+    document, setup = _resumed(settings, options) if resume else _new(settings, options)
     if resume is not None and document.complete:
         print(f"spectui: {resume} is already complete; showing its results", file=sys.stderr)
-    outputs = options.outputs(_default_output)
-    markdown = options.markdown_out
-
-    def exports(doc: TuneDocument) -> None:
-        from spectui.core.compare.store import write_atomic
-
-        if markdown is not None:
-            write_atomic(markdown, to_markdown(doc))
-
+    elif not document.complete:
+        note_skipped_checkers(document.compare, options)
+    outputs = options.outputs(lambda: default_output(NAME))
     first = document.compare.plan.configs[0]
     engine = setup.engine(first.spec)
     runner = TuneRunner(
         engine,
         document,
         outputs=outputs,
-        on_save=exports,
+        on_save=Reports((options.markdown_out, to_markdown)),
         trust_code=options.trust_code,
         probe=divergence_prober(engine),
         slot_count=slot_counter(engine) if document.compare.plan.concurrent else None,
-    )
-    print(
-        f"spectui: results in {outputs[0]} (to continue: spectui tune --resume {outputs[0]})",
-        file=sys.stderr,
     )
 
     async def body() -> int:
@@ -256,28 +244,37 @@ async def _tune(settings: Settings, args: argparse.Namespace) -> int:
         print_final(runner.document, chart=not options.no_chart)
         return 0
 
-    try:
-        if options.tui:
-            from spectui.ui.apps.tune import run_tune_tui
+    async def tui() -> int:
+        from spectui.ui.apps.tune import run_tune_tui
 
-            code = await run_tune_tui(engine, settings, runner)
-            print_final(runner.document, chart=False)  # what the screen showed, kept
-            return code
-        return await run_guarded(engine, body())
-    finally:
+        code = await run_tune_tui(engine, settings, runner)
+        print_final(runner.document, chart=False)  # what the screen showed, kept
+        return code
+
+    def cut_short() -> str | None:
         final = runner.document
         # Only point at a file that exists: an unwritable --json fails before the first save.
-        if not final.complete and outputs[0].exists():
-            with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
-                why = "the budget ran out" if final.stopped == "budget" else "stopped"
-                print(
-                    f"spectui: {why} after {final.elapsed_s:.0f} s; what is settled is in "
-                    f"{outputs[0]}; continue with: spectui tune --resume {outputs[0]} "
-                    "[--budget MORE]",
-                    file=sys.stderr,
-                )
+        if final.complete or not outputs[0].exists():
+            return None
+        why = "the budget ran out" if final.stopped == "budget" else "stopped"
+        return (
+            f"spectui: {why} after {final.elapsed_s:.0f} s; what is settled is in "
+            f"{outputs[0]}; continue with: spectui tune --resume {outputs[0]} [--budget MORE]"
+        )
+
+    return await run_results(
+        engine,
+        headless=body,
+        tui=tui if options.tui else None,
+        announce=f"spectui: results in {outputs[0]} "
+        f"(to continue: spectui tune --resume {outputs[0]})",
+        cut_short=cut_short,
+    )
 
 
-def run_tune(settings: Settings, args: argparse.Namespace) -> int:
+Options = TuneOptions
+
+
+def run(options: TuneOptions, invocation: Invocation) -> int:
     """Run `spectui tune`; returns the exit status."""
-    return asyncio.run(_tune(settings, args))
+    return asyncio.run(_tune(invocation.settings, options))

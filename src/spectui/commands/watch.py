@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from spectui.commands.command import Invocation, Subparsers
 from spectui.commands.options import CommandOptions
 from spectui.commands.output import EXIT_PIPE_CLOSED, OutputClosed, ThrottledOutput
 
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from pydantic import SecretStr
 
     from spectui.core.proxy.watch import ServerView
+
+NAME = "watch"
 
 DEFAULT_INTERVAL_S = 1.0
 """Seconds between polls."""
@@ -38,10 +41,10 @@ def _interval(text: str) -> float:
     return value
 
 
-def add_watch_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
     """Register `spectui watch`."""
     watch = commands.add_parser(
-        "watch",
+        NAME,
         help="watch running llama-servers (/slots, /metrics); sends no request",
         description="Per slot busy/idle, task, tokens and tok/s; server-wide acceptance, mean "
         "acceptance length and per-position acceptance (windowed deltas of /metrics), "
@@ -64,6 +67,7 @@ def add_watch_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     )
     watch.add_argument("--once", action="store_true", help="one snapshot, then exit")
     watch.add_argument("--json", action="store_true", help="JSON instead of text")
+    return watch
 
 
 class WatchOptions(CommandOptions):
@@ -174,13 +178,15 @@ async def _watch(options: WatchOptions, key: SecretStr | None) -> int:
         out.flush()
 
 
-def run_watch(args: argparse.Namespace) -> int:
-    """Run `spectui watch`; returns the exit status."""
+Options = WatchOptions
+
+
+def run(options: WatchOptions, invocation: Invocation) -> int:
+    """Run `spectui watch` (no settings: it only attaches); returns the exit status."""
     from pydantic import SecretStr
 
     from spectui.core.llama.client import normalize_url
 
-    options = WatchOptions.from_namespace(args)
     try:
         urls = [normalize_url(url) for url in options.url]
     except ValueError as error:

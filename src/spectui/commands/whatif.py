@@ -16,15 +16,19 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
+from spectui.commands.command import Invocation, Subparsers
+from spectui.commands.options import CommandOptions
 from spectui.core.errors import SpectuiError
 
 if TYPE_CHECKING:
     from spectui.core.compare.whatif import WhatIf
     from spectui.core.sessions.file import Session
+
+NAME = "whatif"
 
 DEFAULT_DRAFT_MAX = (2, 4, 8, 16)
 """The draft maxima predicted when none are given."""
@@ -37,10 +41,8 @@ class WhatIfUsageError(SpectuiError):
     exit_code = 2
 
 
-class WhatIfOptions(BaseModel):
+class WhatIfOptions(CommandOptions):
     """`spectui whatif`'s options, typed (nothing downstream reads the argparse namespace)."""
-
-    model_config = ConfigDict(frozen=True)
 
     file: Path
     """The recorded session file."""
@@ -50,8 +52,8 @@ class WhatIfOptions(BaseModel):
     """A compare or tune JSON whose fitted cost model to use (else: fitted on the run)."""
     also: tuple[Path, ...] = ()
     """Further recorded runs of the same server and type whose steps help price a step."""
-    json_out: bool = Field(default=False)
-    """Print the JSON object instead of the table."""
+    json_out: bool = Field(default=False, alias="json")
+    """--json: print the JSON object instead of the table."""
 
     @field_validator("draft_max", mode="before")
     @classmethod
@@ -68,7 +70,7 @@ class WhatIfOptions(BaseModel):
         return value
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> WhatIfOptions:
+    def from_namespace(cls, args: argparse.Namespace) -> Self:
         """The options from the parsed command line; one clear line when they are wrong."""
         flags = vars(args)
         raw = {
@@ -88,10 +90,10 @@ class WhatIfOptions(BaseModel):
             raise WhatIfUsageError(f"{flag}: {text} (e.g. --draft-max 2,4,8,16)") from None
 
 
-def add_whatif_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
     """Register `spectui whatif`."""
     parser = commands.add_parser(
-        "whatif", help="predict tokens/s at other draft lengths from one recorded run"
+        NAME, help="predict tokens/s at other draft lengths from one recorded run"
     )
     parser.add_argument("file", type=Path, metavar="RUN.jsonl", help="recorded session file")
     parser.add_argument(
@@ -113,6 +115,7 @@ def add_whatif_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "or its baseline: its decodes help tell a step's fixed cost from its per-token cost",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    return parser
 
 
 def _load_cost_model(path: Path) -> object:
@@ -144,12 +147,14 @@ def _session(path: Path) -> Session:
     return session
 
 
-def run_whatif(args: argparse.Namespace) -> int:
-    """Run `spectui whatif`; returns the exit status."""
+Options = WhatIfOptions
+
+
+def run(options: WhatIfOptions, invocation: Invocation) -> int:
+    """Run `spectui whatif` (no settings: it reads files only); returns the exit status."""
     from spectui.core.compare.costmodel import CostModel
     from spectui.core.compare.whatif import what_if
 
-    options = WhatIfOptions.from_args(args)
     if options.also and options.cost_model:
         raise WhatIfUsageError("--also and --cost-model are two ways to price a step: give one")
     model = _load_cost_model(options.cost_model) if options.cost_model else None

@@ -9,7 +9,7 @@ import re
 import shlex
 from typing import TYPE_CHECKING
 
-from spectui.commands.compare_view import StderrLive
+from spectui.ui.console.compare import StderrLive
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -86,9 +86,9 @@ class TuneView(StderrLive):
         )
 
     def update(self, event: CompareEvent | TuneEvent) -> None:
-        from spectui.commands.compare_view import run_line
         from spectui.core.compare.runner import RunFinished, progress_line
         from spectui.core.tune.runner import RoundPlanned, TuneFinished
+        from spectui.ui.console.compare import run_line
 
         document = self.runner.document
         plan = document.compare.plan
