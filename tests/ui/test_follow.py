@@ -8,7 +8,6 @@ state is reached by writing, and every check waits for the state it names (never
 from __future__ import annotations
 
 import stat
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Static
 
+from helpers.wait import await_until
 from spectui.app_setup import recorder
 from spectui.cli import main
 from spectui.commands.tui import broadcast_dir
@@ -38,16 +38,10 @@ from unit.sessions import CaptureEngine, record_capture
 from unit.sse import FIXTURES
 
 SIZE = (120, 36)
-GIVE_UP_S = 60.0
-"""A hang guard only: every wait ends as soon as its state is reached."""
 
 
 async def until(pilot: Pilot[None], check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + GIVE_UP_S
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the follower never got there: {what}")
-        await pilot.pause(0.01)
+    await await_until(check, f"the follower got there: {what}", pause=lambda: pilot.pause(0.01))
     await pilot.pause()
 
 

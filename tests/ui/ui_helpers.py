@@ -6,20 +6,20 @@ from collections.abc import Callable
 
 from textual.pilot import Pilot
 
+from helpers.wait import await_until
 from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.apps.replay import ReplayApp
 from spectui.ui.screens.main import MainScreen
 from spectui.ui.screens.replay import ReplayScreen
 
 
-async def settle(pilot: Pilot[None], until: Callable[[], bool], rounds: int = 500) -> None:
-    """Let the app work until ``until()`` holds; fail after ``rounds`` idle turns."""
-    for _ in range(rounds):
-        if until():
-            await pilot.pause()
-            return
-        await pilot.pause()
-    raise AssertionError("the app never reached the expected state")
+async def settle(
+    pilot: Pilot[None], until: Callable[[], object], what: str = "the expected state"
+) -> None:
+    """Let the app work until ``until()`` holds, then one more turn (`helpers.wait`: the
+    deadline only guards against a hang)."""
+    await await_until(until, f"the app reached {what}", pause=pilot.pause)
+    await pilot.pause()
 
 
 def main_screen(app: SpectuiApp) -> MainScreen:
