@@ -192,8 +192,11 @@ class CompareDocument(BaseModel):
         """This document with the runs so far, their correctness and a fresh summary."""
         planned = len(self.plan.jobs())
         runs = annotate(self.plan, runs)
-        # The step-cost model is of one stream: a batch of several steps costs otherwise.
-        single = [r for r in runs if r.level == 1]
+        # The step-cost model is fitted at one level (its batches' size is learnt from which
+        # slots shared them, `costbatch`): one stream's where there are such runs, else the
+        # lowest level's (a `tune --concurrency N` runs at N only).
+        lowest = min((r.level for r in runs), default=1)
+        single = [r for r in runs if r.level == lowest]
         cost = fit_runs(self.plan, single)
         priced = {r.seq: r for r in predictions(self.plan, single, cost)}
         by_content = content_rows(self.plan, runs)

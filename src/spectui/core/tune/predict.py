@@ -16,6 +16,10 @@ draft length (`whatif`'s model: a step accepts ``1 + sum_{j<=K'} P(a >= j)`` tok
 ``min(mean drafted, K')``, each step paying the model's ``step_ms`` again). Overall is the
 geometric mean over prompts. The interval is the cost model's p90 error either way:
 ``[s / (1 + e), s x (1 + e)]``.
+
+At N streams (``tune --concurrency N``) a measured run is priced with what the other slots put
+in its batches (`compare.costbatch`: the model learns a step's cost from the batch's total
+tokens), so its prediction is at the load it ran under; the baseline's likewise.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
-from spectui.core.compare.costmodel import CostModel, PredictedSpeedup, spec_group
+from spectui.core.compare.costmodel import CostModel, PredictedSpeedup, run_points, spec_group
 from spectui.core.compare.models import ComparePlan
 from spectui.core.compare.records import RunRecord
 from spectui.core.drafters.ngram import Replay
@@ -104,6 +108,7 @@ def predict(
         return {}
     trusted = {check.type for check in replicas if check.used}
     first = _first_runs(records)
+    points = run_points(plan, records)
     ttft = _ttfts(plan, records)
     by_text = {c.text: c for c in space}
     error = model.p90_abs_error or model.median_abs_error
@@ -135,10 +140,17 @@ def predict(
                 continue
             if source and k_new is not None and group is not None:
                 ms = _truncated(run, k_new, model, group)
+            elif run.seq in points:  # (as measured, with its batches' other slots)
+                ms = model.point_time_ms(points[run.seq])
             else:
                 decodes = run.tokens - 1 - run.accepted
                 ms = model.decode_time_ms(decodes, run.steps, run.drafted, group)
-            base_ms = model.decode_time_ms(base_run.tokens - 1, 0, 0, None)
+            base_point = points.get(base_run.seq)
+            base_ms = (
+                model.point_time_ms(base_point)
+                if base_point is not None
+                else model.decode_time_ms(base_run.tokens - 1, 0, 0, None)
+            )
             if ms is None or base_ms is None or ms <= 0:
                 continue
             speedup = (run.tokens / (first_ms + ms)) / (base_run.tokens / (base_first + base_ms))
