@@ -24,7 +24,7 @@ def _gave_up(what: str, give_up_s: float, show: Callable[[], str] | None) -> Ass
 
 
 def wait_until(
-    check: Callable[[], T],
+    check: Callable[[], T | None],
     what: str,
     *,
     give_up_s: float = GIVE_UP_S,
@@ -50,7 +50,7 @@ def wait_until(
 
 
 async def await_until(
-    check: Callable[[], T],
+    check: Callable[[], T | None],
     what: str,
     *,
     give_up_s: float = GIVE_UP_S,
@@ -76,7 +76,7 @@ async def await_until(
 
 
 async def await_async(
-    check: Callable[[], Awaitable[T]],
+    check: Callable[[], Awaitable[T | None]],
     what: str,
     *,
     give_up_s: float = GIVE_UP_S,

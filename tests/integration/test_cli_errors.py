@@ -7,7 +7,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -16,7 +15,7 @@ import pytest
 from helpers.cli import one_clear_line, spectui
 
 from .fakes import serve
-from .outside import outside_server
+from .outside import outside_server, wait_healthy
 
 pytestmark = pytest.mark.server
 
@@ -136,12 +135,8 @@ def test_stalled_stream_jsonl_ends_with_error_line() -> None:
 def test_api_key_required_and_never_printed(llama_binary: Path, gemma_model: Path) -> None:
     key = ("--api-key", "sekrit-123")
     with outside_server(llama_binary, gemma_model, *key) as (url, _):
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            probe = spectui("stream", "--url", url, *key, *PROMPT, "--n-predict", "4")
-            if probe.returncode == 0:
-                break
-            time.sleep(0.5)
+        wait_healthy(url, 240)  # (/health needs no key)
+        probe = spectui("stream", "--url", url, *key, *PROMPT, "--n-predict", "4")
         assert probe.returncode == 0, probe.stderr
         no_key = one_clear_line(spectui("stream", "--url", url, *PROMPT))
         assert "--api-key" in no_key

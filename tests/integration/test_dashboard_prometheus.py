@@ -28,6 +28,7 @@ import httpx
 import openai
 import pytest
 
+from helpers.wait import wait_until
 from spectui.core.llama.server import free_port
 
 from .outside import outside_server, wait_healthy
@@ -57,15 +58,6 @@ def prometheus_bin() -> Path:
     if not found:
         _missing("prometheus is not installed (apt-get install prometheus, or SPECTUI_PROMETHEUS)")
     return Path(str(found))
-
-
-def _until(what: str, check: Callable[[], bool]) -> None:
-    """Poll ``check`` until it holds; fail saying ``what`` if it never does."""
-    deadline = time.monotonic() + GIVE_UP_S
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"gave up waiting for {what}")
-        time.sleep(0.25)
 
 
 @contextlib.contextmanager
@@ -253,7 +245,7 @@ def test_every_dashboard_query_returns_data(
                 return httpx.get(proxy_url + "/spectui/metrics", timeout=2).status_code == 200
             return False
 
-        _until("the proxy to listen", proxy_up)
+        wait_until(proxy_up, "the proxy to listen", give_up_s=GIVE_UP_S, interval=0.25)
 
         prom_port = free_port()
         config = tmp_path / "prometheus.yml"
@@ -271,7 +263,12 @@ def test_every_dashboard_query_returns_data(
             assert prom_proc.poll() is None, (tmp_path / "prometheus.log").read_text()
             return prom.targets_up()
 
-        _until("Prometheus to scrape the proxy and llama-server", scraping)
+        wait_until(
+            scraping,
+            "Prometheus to scrape the proxy and llama-server",
+            give_up_s=GIVE_UP_S,
+            interval=0.25,
+        )
 
         # Two rounds, each seen by Prometheus before the next: every counter the first round
         # creates is then sampled before and after the second, so each rate has an increase.
@@ -280,7 +277,12 @@ def test_every_dashboard_query_returns_data(
             sent += _traffic(proxy_url)
             steps = _server_counter(server_url, "llamacpp:spec_decode_num_drafts_total")
             assert steps > 0, "the counting prompt should draft"
-            _until(f"round {round_} in Prometheus", _seen(prom, sent, steps))
+            wait_until(
+                _seen(prom, sent, steps),
+                f"round {round_} in Prometheus",
+                give_up_s=GIVE_UP_S,
+                interval=0.25,
+            )
         at = time.time()
 
         for title, expr, legend in _dashboard_targets():

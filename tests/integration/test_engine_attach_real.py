@@ -9,8 +9,9 @@ import httpx
 import psutil
 import pytest
 
+from helpers.wait import await_async
 from spectui.core.engine.live import LiveEngine
-from spectui.core.events import ServerState, ServerStateEvent, SummaryEvent
+from spectui.core.events import EngineEvent, ServerState, ServerStateEvent, SummaryEvent
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.prompts import builtin_prompt
 from spectui.core.request import GenerationRequest
@@ -37,13 +38,13 @@ async def test_attach_run_then_adopt(outside: tuple[str, int]) -> None:
     engine = LiveEngine.attached(url)
     try:
         # The outside server may still be loading: retry the attach until it is ready.
-        for _ in range(100):
+        async def attached() -> list[EngineEvent] | None:
             states = [e async for e in engine.start()]
-            if isinstance(states[-1], ServerStateEvent) and states[-1].state is ServerState.READY:
-                break
-            import asyncio
+            last = states[-1]
+            ok = isinstance(last, ServerStateEvent) and last.state is ServerState.READY
+            return states if ok else None
 
-            await asyncio.sleep(0.2)
+        states = await await_async(attached, "the attach found the server ready", interval=0.2)
         await ready(states)
         info = engine.info
         assert (info.mode, info.pid, info.needs_adopt) == ("attached", pid, True)

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import termios
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import psutil
 import pytest
 
 from helpers.cli import one_clear_line, spectui
+from helpers.wait import wait_until
 from spectui.cli import main
 from spectui.config import state_dir
 
@@ -129,24 +129,30 @@ def spectui_argv(gemma_model: Path, *args: str) -> list[str]:
 
 def launched_server(spectui_pid: int) -> psutil.Process:
     """The llama-server spectui launched, once it is generating (its /slots say so)."""
-    deadline = time.monotonic() + GIVE_UP_S
-    while time.monotonic() < deadline:
+
+    def generating() -> psutil.Process | None:
         servers = [
             p
             for p in psutil.Process(spectui_pid).children()
             if p.name() == "llama-server" and p.status() != psutil.STATUS_ZOMBIE
         ]
-        if servers:
-            (server,) = servers
-            # Just forked, the child may not show its llama-server command line yet.
-            with contextlib.suppress(httpx.HTTPError, ValueError, psutil.Error):
-                cmdline = server.cmdline()
-                url = f"http://127.0.0.1:{cmdline[cmdline.index('--port') + 1]}"
-                slots = httpx.get(f"{url}/slots", timeout=2).json()
-                if isinstance(slots, list) and slots and slots[0].get("is_processing"):
-                    return server
-        time.sleep(0.1)
-    raise AssertionError("spectui never got its server generating")
+        if not servers:
+            return None
+        (server,) = servers
+        cmdline = server.cmdline()
+        url = f"http://127.0.0.1:{cmdline[cmdline.index('--port') + 1]}"
+        slots = httpx.get(f"{url}/slots", timeout=2).json()
+        busy = isinstance(slots, list) and slots and slots[0].get("is_processing")
+        return server if busy else None
+
+    # Just forked, the child may not show its llama-server command line yet (ValueError).
+    return wait_until(
+        generating,
+        "spectui got its server generating",
+        give_up_s=GIVE_UP_S,
+        interval=0.1,
+        ignore=(httpx.HTTPError, ValueError, psutil.Error),
+    )
 
 
 def assert_gone(server: psutil.Process) -> None:

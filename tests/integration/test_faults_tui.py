@@ -12,7 +12,6 @@ import contextlib
 import os
 import signal
 import threading
-import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pytest
 from textual import events
 from textual.pilot import Pilot
 
+from helpers.wait import await_until
 from spectui.app_setup import build_engine, recorder
 from spectui.config import Settings, state_dir
 from spectui.core.engine.base import Engine
@@ -82,11 +82,9 @@ async def live_app(
 
 
 async def wait_for(pilot: Pilot[None], until: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + GIVE_UP_S
-    while not until():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the app never got there: {what}")
-        await pilot.pause(0.05)
+    await await_until(
+        until, f"the app got there: {what}", give_up_s=GIVE_UP_S, pause=lambda: pilot.pause(0.05)
+    )
 
 
 def screen_of(app: SpectuiApp) -> MainScreen:

@@ -13,13 +13,14 @@ import os
 import shlex
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
 import pytest
+
+from helpers.wait import wait_until
 
 pytestmark = pytest.mark.server
 
@@ -46,11 +47,7 @@ def marked_servers() -> list[psutil.Process]:
 
 
 def until(check: Callable[[], object], what: str, show: Callable[[], str] = str) -> None:
-    deadline = time.monotonic() + GIVE_UP_S
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what}\n{show()}")
-        time.sleep(0.2)
+    wait_until(check, what, give_up_s=GIVE_UP_S, interval=0.2, show=show)
 
 
 def quit_(pid: int) -> bool:
@@ -109,9 +106,9 @@ def tmux_server() -> Iterator[Tmux]:
     finally:
         with contextlib.suppress(subprocess.CalledProcessError):
             tmux("kill-server")  # SIGHUP: each spectui closes what it started
-        deadline = time.monotonic() + 60
-        while marked_servers() and time.monotonic() < deadline:
-            time.sleep(0.2)
+        # (servers still alive after this fail the session's own check in tests/conftest.py)
+        with contextlib.suppress(AssertionError):
+            wait_until(lambda: not marked_servers(), "no server left", give_up_s=60, interval=0.2)
 
 
 def test_five_followers_and_the_presenter_run_one_llama_server(

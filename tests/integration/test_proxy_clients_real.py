@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from helpers.wait import await_async
 from spectui.core.proxy.models import RequestStatus
 
 from .outside import outside_server, wait_healthy
@@ -70,14 +71,20 @@ async def test_a_client_gone_during_prompt_processing_frees_the_slot(upstream: s
     )
     await writer.drain()
     async with httpx.AsyncClient(timeout=60) as http:
-        async with asyncio.timeout(DEADLINE_S):  # (until its prompt is being processed)
-            while not (slot := await _slot(http, upstream))["is_processing"]:  # noqa: ASYNC110
-                await asyncio.sleep(0.02)
+
+        async def slot_if(processing: bool) -> dict[str, object] | None:
+            slot = await _slot(http, upstream)
+            return slot if slot["is_processing"] is processing else None
+
+        slot = await await_async(
+            lambda: slot_if(True),
+            "its prompt was being processed",
+            give_up_s=DEADLINE_S,
+            interval=0.02,
+        )
         during_prompt = _decoded(slot) == 0
         writer.close()  # (before the first byte of the answer)
-        async with asyncio.timeout(DEADLINE_S):
-            while (slot := await _slot(http, upstream))["is_processing"]:  # noqa: ASYNC110
-                await asyncio.sleep(0.1)
+        slot = await await_async(lambda: slot_if(False), "the slot was freed", give_up_s=DEADLINE_S)
     (record,) = await collected.wait_for(1, within=DEADLINE_S)
     assert during_prompt, "the slot was already generating: the prompt was too short to leave in"
     assert record.status is RequestStatus.CANCELLED and record.tokens is None

@@ -14,6 +14,7 @@ import httpx
 import openai
 import pytest
 
+from helpers.wait import await_async
 from spectui.core.proxy.models import RequestStatus
 
 from .outside import outside_server, wait_healthy
@@ -195,11 +196,13 @@ async def test_client_disconnect_frees_the_slot(upstream: str, proxy) -> None:
                 seen += line.startswith("data:")
                 if seen >= 3:
                     break
-        # Polled with a generous deadline (not "within 1 s": that would be a speed assumption);
-        # 2,000 tokens generated to the end would show as the record's own count below.
-        async with asyncio.timeout(120):
-            while any(s["is_processing"] for s in (await http.get(upstream + "/slots")).json()):  # noqa: ASYNC110
-                await asyncio.sleep(0.05)
+
+        # Awaited, not "within 1 s" (that would be a speed assumption); 2,000 tokens generated
+        # to the end would show as the record's own count below.
+        async def slots_idle() -> bool:
+            return not any(s["is_processing"] for s in (await http.get(upstream + "/slots")).json())
+
+        await await_async(slots_idle, "the server's slots idle")
     (record,) = await collected.wait_for(1)
     assert record.status is RequestStatus.CANCELLED
     assert record.stop_reason == "cancelled" and (record.tokens or 0) < 2000

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -11,6 +10,7 @@ import httpx
 import psutil
 import pytest
 
+from helpers.wait import await_async
 from spectui.core.errors import BinaryNotFoundError, ServerStartError, SpecConfigError
 from spectui.core.events import ServerState, ServerStateEvent
 from spectui.core.llama import procs
@@ -198,13 +198,11 @@ def external_server(llama_binary: Path, gemma_model: Path) -> Iterator[tuple[str
 
 async def wait_ready(url: str) -> None:
     async with httpx.AsyncClient() as http:
-        while True:
-            try:
-                if (await http.get(f"{url}/health")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass  # not listening yet
-            await asyncio.sleep(0.1)
+
+        async def healthy() -> bool:
+            return (await http.get(f"{url}/health")).status_code == 200
+
+        await await_async(healthy, f"{url}/health answered 200", ignore=(httpx.TransportError,))
 
 
 async def test_attach_reads_external_server(

@@ -20,7 +20,6 @@ import socket
 import struct
 import subprocess
 import sys
-import time
 import tomllib
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -31,6 +30,7 @@ import aiohttp
 import psutil
 import pytest
 
+from helpers.wait import await_async, await_until, wait_until
 from unit.sessions import record_capture
 
 pytestmark = pytest.mark.browser
@@ -59,12 +59,7 @@ def free_port() -> int:
 
 
 async def until(check: Callable[[], Any], what: str) -> Any:
-    deadline = time.monotonic() + GIVE_UP_S
-    while not (value := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what}")
-        await asyncio.sleep(0.05)
-    return value
+    return await await_until(check, what, give_up_s=GIVE_UP_S, interval=0.05)
 
 
 # -- a PNG reader (Chromium's screenshots: 8-bit RGB/RGBA, not interlaced) ----------------------
@@ -301,11 +296,14 @@ async def test_share_in_a_real_browser(tmp_path: Path) -> None:
                 # The legend has one line in that colour; tokens fill several more.
                 return len(rows_with_colour(shot, colour)) >= 60
 
-            deadline = time.monotonic() + GIVE_UP_S
-            while not await tokens_drawn():
-                assert time.monotonic() < deadline, "the token pane never showed accepted drafts"
-                await asyncio.sleep(0.5)
-            await asyncio.sleep(1.0)  # (for the saved picture: the charts' next redraw)
+            await await_async(
+                tokens_drawn,
+                "the token pane showed accepted drafts",
+                give_up_s=GIVE_UP_S,
+                interval=0.5,
+            )
+            # Only the saved picture (no assertion reads it) waits for the charts' next redraw.
+            await asyncio.sleep(1.0)
             shots.append(await browser.screenshot(session))
             keep = os.environ.get("KEEP_SHARE_SCREENSHOT")  # to look at it: a path for the PNG
             await asyncio.to_thread(Path(keep or tmp_path / "share.png").write_bytes, shots[-1])
@@ -314,10 +312,16 @@ async def test_share_in_a_real_browser(tmp_path: Path) -> None:
             status, page = get(url)
             assert status == 503 and "viewer places are taken" in page
             second, second_session = await browser.open(url)
-            deadline = time.monotonic() + GIVE_UP_S
-            while "viewer places are taken" not in await browser.text(second_session):
-                assert time.monotonic() < deadline, "the second tab never said the share is full"
-                await asyncio.sleep(0.2)
+
+            async def said_full() -> bool:
+                return "viewer places are taken" in await browser.text(second_session)
+
+            await await_async(
+                said_full,
+                "the second tab said the share is full",
+                give_up_s=GIVE_UP_S,
+                interval=0.2,
+            )
             assert len(followers(proc)) == 1
             await browser.send("Target.closeTarget", targetId=second)
 
@@ -345,10 +349,9 @@ def test_a_share_beyond_loopback_needs_its_token(tmp_path: Path) -> None:
         token_url = line.split(" open ", 1)[1].split(" ", 1)[0]
         assert token_url.startswith(f"http://0.0.0.0:{port}/") and len(token_url) > 40
         local = token_url.replace("0.0.0.0", "127.0.0.1")
-        deadline = time.monotonic() + GIVE_UP_S
-        while get(local)[0] != 200:
-            assert time.monotonic() < deadline, "the share never answered"
-            time.sleep(0.1)
+        wait_until(
+            lambda: get(local)[0] == 200, "the share answered", give_up_s=GIVE_UP_S, interval=0.1
+        )
         status, page = get(f"http://127.0.0.1:{port}/")
         assert status == 403 and "token" in page
         assert get(f"http://127.0.0.1:{port}/ws")[0] == 403

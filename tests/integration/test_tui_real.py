@@ -15,6 +15,7 @@ from textual.message import Message
 from textual.pilot import Pilot
 from textual.widgets import OptionList
 
+from helpers.wait import await_until
 from spectui.app_setup import build_engine
 from spectui.config import Settings
 from spectui.core.events import ServerState, TokenOrigin
@@ -46,15 +47,18 @@ async def until(
 ) -> None:
     """Let the app work until ``condition()`` holds (real server: wall-clock bound, no timing
     assertion), calling ``watch`` on every turn."""
-    import asyncio
 
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while not condition():
+    def check() -> bool:
         if watch is not None:
             watch()
-        assert loop.time() < deadline, "the app never reached the expected state"
-        await pilot.pause(0.05)
+        return condition()
+
+    await await_until(
+        check,
+        "the app reached the expected state",
+        give_up_s=seconds,
+        pause=lambda: pilot.pause(0.05),
+    )
 
 
 def app_for(gemma_model: Path, spec_type: str, prompt_key: str = "code-edit") -> SpectuiApp:

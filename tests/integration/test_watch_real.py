@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import httpx
 import pytest
 
 from helpers.cli import spectui
+from helpers.wait import wait_until
 from spectui.core.proxy.watch import ServerWatcher, SpecCounters
 
 from .outside import outside_server, wait_healthy
@@ -53,13 +53,14 @@ def generating(url: str) -> Iterator[None]:
     thread = threading.Thread(target=client, daemon=True)
     thread.start()
     try:
-        deadline = time.monotonic() + 600  # a hang guard, not a speed limit
-        while not any(
-            s["is_processing"] and s.get("next_token") and s["next_token"][0]["n_decoded"] > 0
-            for s in httpx.get(url + "/slots", timeout=60).json()
-        ):
-            assert time.monotonic() < deadline, "the generation never started"
-            time.sleep(0.05)
+        wait_until(
+            lambda: any(
+                s["is_processing"] and s.get("next_token") and s["next_token"][0]["n_decoded"] > 0
+                for s in httpx.get(url + "/slots", timeout=60).json()
+            ),
+            "the generation started",
+            give_up_s=600,
+        )
         yield
     finally:
         stop.set()
