@@ -250,7 +250,7 @@ class RunFeed:
         if record is None:
             return LaneNumbers(state=RequestStatus.STREAMING.value)
         return LaneNumbers(
-            state="done" if record.status == "ok" else "error",
+            state="done" if record.ok else "error",
             tokens=record.tokens,
             drafted=record.drafted,
             accepted=record.accepted,

@@ -10,6 +10,7 @@ import csv
 import io
 
 from spectui.core.compare.open_loop import replay_line
+from spectui.core.compare.outcomes import Verdict
 from spectui.core.compare.records import RunRecord, round_name
 from spectui.core.compare.store import CompareDocument
 from spectui.core.compare.summary_row import SummaryRow
@@ -301,7 +302,7 @@ def to_markdown(document: CompareDocument) -> str:
         lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
     lines += ["", "## Verdicts", ""]
     for row in document.summary:
-        if row.verdict != "baseline":
+        if row.verdict != Verdict.BASELINE:
             label = labels.get(row.config, row.config)
             lines.append(f"- **{label}** on `{row.prompt}`: {row.verdict} — {row.reason}")
     # (level_export formats its cells with this module's: imported here, not at the top.)

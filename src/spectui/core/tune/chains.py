@@ -16,6 +16,7 @@ import shlex
 from collections.abc import Sequence
 
 from spectui.core.compare.models import CompareConfig
+from spectui.core.compare.outcomes import Verdict
 from spectui.core.compare.summary_row import SummaryRow
 from spectui.core.errors import SpectuiError
 from spectui.core.llama.specconfig import SpecConfig
@@ -38,7 +39,11 @@ def round_one_score(result: CandidateResult, by_prediction: bool) -> float | Non
 
 def _broken(rows: Sequence[SummaryRow]) -> set[str]:
     """Candidates that failed or changed an answer somewhere: never a chain's member."""
-    return {r.config for r in rows if r.runs and (r.verdict == "failed" or r.divergent_changes > 0)}
+    return {
+        r.config
+        for r in rows
+        if r.runs and (r.verdict == Verdict.FAILED or r.divergent_changes > 0)
+    }
 
 
 def chain_picks(

@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from spectui.core.compare.costmodel import PredictedSpeedup
 from spectui.core.compare.judge import MIN_KEEP_ROUNDS
 from spectui.core.compare.models import ComparePlan
+from spectui.core.compare.outcomes import SpeedCall, Verdict
 from spectui.core.compare.stats import TOO_NOISY
 from spectui.core.compare.summary_row import SummaryRow
 from spectui.core.tune.models import PromptResult
@@ -66,8 +67,12 @@ def _faulty(row: SummaryRow, strict: bool) -> bool:
     """Failed runs, a changed answer the rule does not accept, or a failed checker: not a speed
     question. ``strict`` (``--identical-answers``): every changed answer."""
     return (
-        row.verdict == "failed"
-        or (row.verdict == "drop" and row.speed_call != "slower" and not _over_budget(row))
+        row.verdict == Verdict.FAILED
+        or (
+            row.verdict == Verdict.DROP
+            and row.speed_call != SpeedCall.SLOWER
+            and not _over_budget(row)
+        )
         # As `compare.judge` judges it: a change at a near-tie is a caveat, and one the prompt's
         # checker passed is correct by the prompt's own test; neither puts a candidate out.
         or row.divergent_changes > 0
@@ -88,12 +93,15 @@ def _hopeless(plan: ComparePlan, rows: Sequence[SummaryRow]) -> bool:
 
 
 def _settled(row: SummaryRow) -> bool:
-    return row.verdict in ("keep", "drop", "failed") or row.speed_call == "tie"
+    return (
+        row.verdict in (Verdict.KEEP, Verdict.DROP, Verdict.FAILED)
+        or row.speed_call == SpeedCall.TIE
+    )
 
 
 def prompt_race(names: Sequence[str], rows: dict[str, SummaryRow]) -> list[str]:
     """Who stays in one prompt's race after a round (``rows``: each candidate's row there)."""
-    alive = [n for n in names if rows[n].verdict not in ("drop", "failed")]
+    alive = [n for n in names if rows[n].verdict not in (Verdict.DROP, Verdict.FAILED)]
     ranked = sorted(alive, key=lambda n: -(rows[n].speedup_vs_baseline or 0.0))
     if len(ranked) > FINALISTS:
         return ranked[: max(FINALISTS, math.ceil(len(ranked) / ETA))]
@@ -172,12 +180,12 @@ def overall_race(
         for n in last_active(plan)
         if n in overall
         and not any(_faulty(r, plan.identical_answers) for r in rows if r.config == n and r.runs)
-        and overall[n].verdict != "drop"
+        and overall[n].verdict != Verdict.DROP
     ]
     if not names:
         return None
     leader = overall[max(names, key=lambda n: overall[n].speedup or 0.0)]
-    kept = [overall[n].speedup or 0.0 for n in names if overall[n].verdict == "keep"]
+    kept = [overall[n].speedup or 0.0 for n in names if overall[n].verdict == Verdict.KEEP]
     bar = max(kept, default=1.0)
     out = []
     for n in names:
@@ -186,7 +194,7 @@ def overall_race(
             behind = mine.high is not None and leader.low is not None and mine.high < leader.low
             if not behind:
                 out.append(n)
-        elif mine.verdict in ("inconclusive", "pending") and (mine.speedup or 0.0) > bar:
+        elif mine.verdict in (Verdict.INCONCLUSIVE, Verdict.PENDING) and (mine.speedup or 0) > bar:
             out.append(n)
     return tuple(out) or None
 

@@ -29,6 +29,7 @@ from textual.worker import Worker, WorkerState
 
 from spectui.core.compare.export import SUMMARY_COLUMNS, summary_rows
 from spectui.core.compare.level_export import level_table
+from spectui.core.compare.outcomes import Verdict
 from spectui.core.compare.progress import (
     CompareEvent,
     CompareFinished,
@@ -43,7 +44,11 @@ from spectui.core.errors import SpectuiError
 from spectui.ui.lanes import CompareLanes
 from spectui.ui.screens.slots import SlotsScreen
 
-VERDICT_STYLES = {"keep": ("bold", "success"), "drop": ("bold", "error"), "failed": ("", "error")}
+VERDICT_STYLES: dict[str, tuple[str, str]] = {
+    Verdict.KEEP: ("bold", "success"),
+    Verdict.DROP: ("bold", "error"),
+    Verdict.FAILED: ("", "error"),
+}
 """Verdict cell styles: (attributes, theme variable for the colour)."""
 
 

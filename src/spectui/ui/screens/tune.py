@@ -22,13 +22,18 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
+from spectui.core.compare.outcomes import Verdict
 from spectui.core.compare.runner import CompareEvent, progress_line
 from spectui.core.errors import SpectuiError
 from spectui.core.tune.export import LEADERBOARD_COLUMNS, leaderboard, noise_line, status_line
 from spectui.core.tune.models import CandidateResult, TuneDocument
 from spectui.core.tune.runner import RoundPlanned, TuneEvent, TuneFinished
 
-VERDICT_STYLES = {"keep": ("bold", "success"), "drop": ("bold", "error"), "failed": ("", "error")}
+VERDICT_STYLES: dict[str, tuple[str, str]] = {
+    Verdict.KEEP: ("bold", "success"),
+    Verdict.DROP: ("bold", "error"),
+    Verdict.FAILED: ("", "error"),
+}
 """Verdict cell styles: (attributes, theme variable for the colour)."""
 
 
