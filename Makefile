@@ -73,9 +73,10 @@ lock: dev
 bench: setup
 	cd bench && $(abspath $(PY)) run_all.py
 
-# The pictures in README.md and docs/, drawn by spectui itself from docs/recordings (no server).
-screenshots: setup
-	$(PY) scripts/screenshots.py
+# The pictures in README.md and docs/, drawn by spectui itself from docs/recordings (no server;
+# follow-browser.png in Debian's chromium: NO_BROWSER=1 leaves it out).
+screenshots: dev
+	$(PY) scripts/screenshots.py $(if $(NO_BROWSER),--no-browser)
 
 check: dev
 	$(VENV)/bin/ruff check src tests bench scripts

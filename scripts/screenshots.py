@@ -2,7 +2,8 @@
 
 Every picture is spectui's own screen, drawn headless by Textual at a fixed size and theme and
 saved with its SVG export (the same one `spectui export --to svg` uses), from files in the
-repository — nothing is run against a server, so the same checkout draws the same pictures:
+repository — nothing is run against a server, so the same checkout draws the same pictures
+(the browser's PNG but for the browser's own font rendering):
 
 - ``tui.svg``: the live TUI after `docs/recordings/table-row-ngram-simple.jsonl` has replayed
   at max speed (a run with accepted drafts, rejections and a target token after each step);
@@ -13,8 +14,14 @@ repository — nothing is run against a server, so the same checkout draws the s
   through the proxy's own hub (two finished requests and one still streaming).
 - ``spec-draft-mtp.svg``, ``spec-chain.svg``: the live TUI after a recorded run of the tiny
   constructed model (`spectui.testing`): draft-mtp, and the chain ngram-simple,draft-mtp.
+- ``follow-terminal.svg``, ``follow-ssh.svg``: `spectui follow --live` while a presenter's run is
+  written into the live folder from the same recording (the second on the presenter's second
+  run, the first run's numbers beside it; `follow_shots.py`);
+- ``follow-browser.png``: `spectui share --live` of a finished recorded run, opened in headless
+  Chromium (Debian's ``chromium``; `follow_shots.py`). ``--no-browser`` leaves it out.
 
-Usage: ``python scripts/screenshots.py [--out docs/images] [--theme spectui-dark]``.
+Usage: ``python scripts/screenshots.py [--out docs/images] [--theme spectui-dark] [--no-browser]
+[NAME ...]``.
 """
 
 from __future__ import annotations
@@ -51,13 +58,19 @@ def _isolate() -> None:
     os.environ["SPECTUI_CONFIG"] = str(scratch / "config.toml")
     for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
         os.environ[name] = str(scratch / name.lower())
+    # A follower's banner names its folder from the home folder: the broadcast folder then reads
+    # as on a machine without XDG_RUNTIME_DIR (~/.local/state/spectui/live), not as a temp path.
+    os.environ["HOME"] = str(scratch)
+    os.environ["XDG_STATE_HOME"] = str(scratch / ".local" / "state")
+    os.environ.pop("XDG_RUNTIME_DIR", None)
     os.environ["TZ"] = "UTC"
     time.tzset()
 
 
 _isolate()
 
-from textual.app import App  # noqa: E402  (after the environment is fixed)
+import follow_shots  # noqa: E402  (after the environment is fixed)
+from textual.app import App  # noqa: E402
 from textual.pilot import Pilot  # noqa: E402
 
 from spectui.config import Settings  # noqa: E402
@@ -330,8 +343,14 @@ PICTURES: dict[str, Callable[[Settings], Coroutine[Any, Any, str]]] = {
     "proxy": proxy,
     "spec-draft-mtp": spec_mtp,
     "spec-chain": spec_chain,
+    "follow-terminal": lambda settings: follow_shots.follow_terminal(settings, _shoot),
+    "follow-ssh": lambda settings: follow_shots.follow_ssh(settings, _shoot),
 }
 """Picture name (the file is NAME.svg) → how it is drawn."""
+BROWSER_PICTURES: dict[str, Callable[[Settings], Coroutine[Any, Any, bytes]]] = {
+    "follow-browser": follow_shots.follow_browser,
+}
+"""Pictures taken in a browser (the file is NAME.png): they need Chromium."""
 
 
 def _path(name: str) -> Path:
@@ -343,18 +362,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "images")
     parser.add_argument("--theme", default="spectui-dark")
     parser.add_argument(
-        "only", nargs="*", help=f"pictures to draw (default: all of {list(PICTURES)})"
+        "--no-browser", action="store_true", help=f"leave out {list(BROWSER_PICTURES)} (Chromium)"
     )
+    every = [*PICTURES, *BROWSER_PICTURES]
+    parser.add_argument("only", nargs="*", help=f"pictures to draw (default: all of {every})")
     args = parser.parse_args(argv)
-    unknown = sorted(set(args.only) - set(PICTURES))
+    unknown = sorted(set(args.only) - set(every))
     if unknown:
         parser.error(f"no such picture: {', '.join(unknown)}")
     settings = Settings(theme=args.theme)
     args.out.mkdir(parents=True, exist_ok=True)
-    for name in args.only or PICTURES:
-        svg = asyncio.run(PICTURES[name](settings))
-        target = args.out / f"{name}.svg"
-        target.write_text(svg, encoding="utf-8")
+    for name in args.only or every:
+        if name in PICTURES:
+            target = args.out / f"{name}.svg"
+            target.write_text(asyncio.run(PICTURES[name](settings)), encoding="utf-8")
+        elif args.no_browser:
+            continue
+        else:
+            target = args.out / f"{name}.png"
+            target.write_bytes(asyncio.run(BROWSER_PICTURES[name](settings)))
         print(f"screenshots: wrote {target}", file=sys.stderr)
     return 0
 
