@@ -121,17 +121,18 @@ async def test_pump_flushes_when_the_stream_goes_quiet() -> None:
 
 
 async def test_cancelling_pump_closes_the_stream() -> None:
-    closed = asyncio.Event()
+    waiting, closed = asyncio.Event(), asyncio.Event()
 
     async def events() -> EventStream:
         try:
             yield token(0)
+            waiting.set()
             await asyncio.Event().wait()  # a server that never answers
         finally:
             closed.set()
 
     task = asyncio.create_task(pump(events(), lambda message: None))
-    await asyncio.sleep(0.01)
+    await asyncio.wait_for(waiting.wait(), 60)  # (the pump is inside the stream)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import trustme
 
+from helpers.wait import await_until
 from spectui.core.net.buffered import HIGH_WATER
 from spectui.core.proxy.exchange import ExchangeError, open_exchange
 
@@ -125,22 +126,23 @@ async def test_a_slow_reader_pauses_the_socket_and_loses_nothing() -> None:
 
     async for url in serve(handler):
         response = await exchange(url)
-        await asyncio.sleep(0.3)  # (the server writes until the proxy's buffer is full)
-        assert response.paused_reading  # (reading stopped at HIGH_WATER)
+        # (the server writes until the proxy's buffer is full: reading stops at HIGH_WATER)
+        await await_until(lambda: response.paused_reading, "reading paused")  # noqa: B023 (awaited here)
         assert await response.read_all() == piece * count
 
 
 async def test_cancelled_before_the_answer_closes_the_connection() -> None:
-    closed = asyncio.Event()
+    asked, closed = asyncio.Event(), asyncio.Event()
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await request_head(reader)
+        asked.set()
         await reader.read()  # (until the proxy's side closes)
         closed.set()
 
     async for url in serve(handler):
         waiting = asyncio.create_task(exchange(url))
-        await asyncio.sleep(0.1)
+        await asyncio.wait_for(asked.wait(), 60)  # (the request is out: the answer is awaited)
         waiting.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiting

@@ -6,8 +6,11 @@ import subprocess
 import sys
 import time
 
+import psutil
+
+from helpers.wait import wait_until
 from spectui.core.events import MemoryEvent
-from spectui.core.llama.memory import MemorySampler
+from spectui.core.llama.memory import MIN_CPU_INTERVAL_S, MemorySampler
 from spectui.core.stream.metrics import MetricsTracker
 
 
@@ -16,11 +19,22 @@ def test_sample_has_memory_and_both_cpu_shares() -> None:
     try:
         sampler = MemorySampler(busy.pid, use_gpu=False)
         assert sampler.sample(0.0) is not None  # starts the CPU intervals
-        time.sleep(0.5)
+        started = time.monotonic()
+        child = psutil.Process(busy.pid)
+        ran = child.cpu_times().user
+        # Until the child has run a while and the sampler's shortest interval has passed: how
+        # large its share is depends on what else this machine runs, not on the sampler.
+        wait_until(
+            lambda: (
+                child.cpu_times().user - ran >= 0.1
+                and time.monotonic() - started > MIN_CPU_INTERVAL_S
+            ),
+            "the busy child ran for 0.1 s of CPU",
+        )
         sample = sampler.sample(0.5)
         assert sample is not None
         assert sample.rss_bytes > 0
-        assert sample.server_cpu_percent is not None and sample.server_cpu_percent > 20
+        assert sample.server_cpu_percent is not None and sample.server_cpu_percent > 0
         assert sample.client_cpu_percent is not None and sample.client_cpu_percent >= 0
     finally:
         busy.kill()

@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from helpers.wait import await_until
 from spectui.commands.output import OutputClosed, ThrottledOutput
 
 
@@ -22,13 +23,18 @@ class CountingOut(io.StringIO):
 
 async def test_a_burst_is_flushed_once_and_the_tail_by_the_timer() -> None:
     out = CountingOut()
-    writer = ThrottledOutput(out, interval=0.05)
+    # (an interval no stall between two lines below could outlast on a loaded machine)
+    writer = ThrottledOutput(out, interval=0.5)
     for token in ["a", "b", "c", "d"]:
         writer.write(token)
     assert out.flushes == ["a"]  # the first write flushes at once, the rest wait
-    await asyncio.sleep(0.12)
+    await await_until(lambda: len(out.flushes) > 1, "the timer flushed")
     assert out.flushes == ["a", "abcd"]  # the timer delivered the tail without another write
-    writer.write("e")  # more than an interval after the last flush: at once again
+    loop = asyncio.get_running_loop()
+    await await_until(
+        lambda: loop.time() >= writer._last_flush + writer.interval, "an interval since the flush"
+    )
+    writer.write("e")  # an interval after the last flush: at once again
     assert out.flushes[-1] == "abcde"
 
 

@@ -20,6 +20,7 @@ import pytest
 from pydantic import SecretStr
 
 from helpers.proxy import serving
+from helpers.wait import await_until
 from spectui.core.llama.transport import AsyncioTransport
 from spectui.core.proxy.hub import ProxyHub
 from spectui.core.proxy.models import ProxyLimits, RequestStatus
@@ -150,7 +151,7 @@ def _stand_in(handler_name: str) -> StandIn:
         for line in _sse_lines("completion-ngram-simple-2.sse") * 100:
             writer.write(chunk(line))
             await writer.drain()
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.02)  # (the behaviour: an upstream slow on purpose)
 
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await stand_in.head(reader)
@@ -206,10 +207,7 @@ async def test_a_pass_through_request_is_cancelled_with_its_client() -> None:
 
 async def _settles(condition: Callable[[], bool]) -> bool:
     """Until ``condition`` holds (polled: the proxy has no event for it), within the deadline."""
-    async with asyncio.timeout(DEADLINE_S):
-        while not condition():  # noqa: ASYNC110
-            await asyncio.sleep(0.01)
-    return True
+    return await await_until(condition, "the proxy settled", give_up_s=DEADLINE_S)
 
 
 # -- bounds ---------------------------------------------------------------------------------------
