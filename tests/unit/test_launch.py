@@ -135,6 +135,7 @@ def test_log_files_rotate(tmp_path: Path) -> None:
 
 
 def test_kill_all_sync_kills_registered_groups() -> None:
+    # (a sleeper: a process that runs until it is killed, as a server does)
     child = subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True
     )

@@ -71,7 +71,7 @@ async def paced_server() -> AsyncIterator[str]:
         for payload in payloads:
             writer.write(chunk(f"data: {payload}\n\n".encode()))
             await writer.drain()
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.01)  # (the behaviour: a paced stream)
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         await reader.read()

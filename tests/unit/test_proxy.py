@@ -499,8 +499,11 @@ async def test_client_gone_before_the_first_byte_closes_upstream_and_is_recorded
 
 
 async def test_a_request_still_waiting_for_upstream_when_the_proxy_stops_is_recorded() -> None:
+    asked = asyncio.Event()
+
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await request_head(reader)
+        asked.set()
         await reader.read()  # (never answers)
 
     hub, records = ProxyHub(), Records()
@@ -512,7 +515,7 @@ async def test_a_request_still_waiting_for_upstream_when_the_proxy_stops_is_reco
     async for url in serve(silent):
         proxy = Proxy(url, hub=hub)
         waiting = asyncio.create_task(proxy.app(_SCOPE, _body_then_wait(), send))
-        await asyncio.sleep(0.2)
+        await asyncio.wait_for(asked.wait(), 60)  # (the request waits for upstream's answer)
         waiting.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiting

@@ -29,7 +29,7 @@ class Trickling(httpx.AsyncByteStream):
     async def __aiter__(self) -> AsyncIterator[bytes]:
         for event in self.events:
             yield event
-            await asyncio.sleep(GAP_S)
+            await asyncio.sleep(GAP_S)  # (the behaviour: a stream that trickles)
 
 
 async def test_a_trickling_stream_is_not_stalled() -> None:

@@ -12,13 +12,13 @@ import math
 import socket
 import ssl
 import threading
-import time
 from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 import trustme
 
+from helpers.wait import await_until, wait_until
 from spectui.core import overrides
 from spectui.core.llama.transport import (
     BUSY_READ_BYTES,
@@ -65,23 +65,26 @@ async def test_a_connection_the_server_just_closed_is_not_reused() -> None:
     listener = socket.create_server(("127.0.0.1", 0))
     url = f"http://127.0.0.1:{listener.getsockname()[1]}"
 
+    answered = threading.Event()
+
     def serve_twice() -> None:
         for _ in range(2):
             connection, _ = listener.accept()
             with connection:
                 connection.recv(65536)
                 connection.sendall(plain(b"once"))  # (no "Connection: close")
-                time.sleep(0.05)  # then it hangs up, after the client has its answer
+                answered.wait(60)  # then it hangs up, after the client has its answer
 
     server = threading.Thread(target=serve_twice, daemon=True)
     server.start()
     async with httpx.AsyncClient(transport=AsyncioTransport()) as http:
         first = await http.get(url)
         stream = first.extensions["network_stream"]
+        answered.set()
         # The hang-up reaches the kernel while the loop does not run (as when the next request
-        # follows at once): the connection must count as gone all the same.
-        time.sleep(0.3)  # noqa: ASYNC251 (blocking on purpose: the loop must not see it)
-        assert stream.get_extra_info("is_readable")
+        # follows at once): the connection must count as gone all the same. (A blocking wait
+        # on purpose: the loop must not see it.)
+        wait_until(lambda: stream.get_extra_info("is_readable"), "the hang-up reached the socket")
         second = await http.get(url)
     server.join(5)
     listener.close()
@@ -117,7 +120,10 @@ async def test_a_large_answer_read_late_arrives_whole() -> None:
 
     async for url in serve(handler):
         async with streamed(url) as response:
-            await asyncio.sleep(0.2)  # (everything the socket holds arrives meanwhile)
+            stream = response.extensions["network_stream"]
+            # (the answer fills the buffer meanwhile: reading pauses at the high-water mark)
+            held = stream._protocol
+            await await_until(lambda: held.paused_reading, "reading paused")  # noqa: B023
             assert await response.aread() == body
 
 
@@ -132,7 +138,7 @@ async def test_a_paced_stream_takes_what_arrived_meanwhile_in_one_read() -> None
         for n in range(1, 4):  # three chunks, each its own write, inside the client's gap
             writer.write(chunk(f"data: {n}\n\n".encode()))
             await writer.drain()
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.02)  # (the behaviour: a paced stream)
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         writer.close()
@@ -156,7 +162,7 @@ async def test_a_paced_stream_takes_what_arrived_meanwhile_in_one_read() -> None
 async def test_a_silent_server_times_out_and_a_closed_port_is_a_connect_error() -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await request_head(reader)
-        await asyncio.sleep(5)
+        await asyncio.sleep(5)  # (the behaviour: a server that says nothing)
 
     async for url in serve(handler):
         async with httpx.AsyncClient(transport=AsyncioTransport()) as http:
@@ -294,8 +300,8 @@ async def test_a_read_cancelled_while_held_leaves_the_socket_readable() -> None:
     loop = asyncio.get_running_loop()
     stream.read_gap, stream.last_read_t, stream._last_size = 30.0, loop.time(), 400
     read = asyncio.ensure_future(stream.read(1024))
-    await asyncio.sleep(0.01)
-    assert not transport.reading  # held: the data waits in the kernel
+    # held: the data waits in the kernel
+    await await_until(lambda: not transport.reading, "the read held the transport")
     read.cancel()
     with pytest.raises(asyncio.CancelledError):
         await read
