@@ -9,9 +9,10 @@ import sys
 
 
 def spectui(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 600
+    *args: str, env: dict[str, str] | None = None, timeout: float = 900
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m spectui.cli *args`` to its end (``timeout``: a hang guard)."""
+    """``python -m spectui.cli *args`` to its end (``timeout``: a hang guard, minutes on a
+    loaded machine)."""
     return subprocess.run(
         [sys.executable, "-m", "spectui.cli", *args],
         capture_output=True,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import psutil
 import pytest
 
+from helpers.cli import spectui
 from helpers.wait import wait_until
 
 from .outside import FAST
@@ -24,17 +24,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.server
 
 TINY_PROMPT = ("--prompt", "Hello alpha beta", "--n-predict", "24")
-
-
-def spectui(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "spectui.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        stdin=subprocess.DEVNULL,
-        env=os.environ.copy(),
-    )
 
 
 def with_marker(*args: str) -> tuple[list[str], str]:

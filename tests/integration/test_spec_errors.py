@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from helpers.cli import one_clear_line
+from helpers.cli import one_clear_line, spectui
 from spectui.core.engine.live import launch_engine
 from spectui.core.events import ServerState, ServerStateEvent
 from spectui.core.llama.binary import Capabilities
@@ -37,17 +35,6 @@ CASES = {
         "'draft-eagle3' needs a draft model",
     ),
 }
-
-
-def spectui(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "spectui.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-        env=os.environ.copy(),
-    )
 
 
 def no_server_started() -> None:

@@ -3,16 +3,14 @@ header is refused at start-up in one line that does not show it."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from helpers.cli import spectui as _spectui
 from spectui.config import SettingsError, load_settings
 from spectui.core.llama.launch import redacted
 from spectui.core.llama.secrets import (
@@ -147,17 +145,6 @@ def test_settings_refuse_a_malformed_key(monkeypatch: pytest.MonkeyPatch) -> Non
     assert "sk-from" not in str(caught.value)
     monkeypatch.setenv("SPECTUI_API_KEY", "")
     assert load_settings().api_key is None
-
-
-def _spectui(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "spectui.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **(env or {})},
-        stdin=subprocess.DEVNULL,
-    )
 
 
 @pytest.mark.parametrize(
