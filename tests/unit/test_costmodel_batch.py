@@ -12,10 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spectui.core.compare.costbatch import batch_points, run_ms
-from spectui.core.compare.costmodel import BATCH, fit_runs, predictions
+from spectui.core.compare.costfit import CostPoint
+from spectui.core.compare.costmodel import BATCH, fit_points, fit_runs, predictions
 from spectui.core.compare.records import RunRecord
 
-from .compare_helpers import plan
+from .compare_helpers import document, plan
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 CONFIGS = ("none", "ngram-mod", "ngram-simple")
@@ -203,3 +204,34 @@ def test_another_request_s_prompt_pass_during_a_run_counts_its_overlapping_share
     # My decoding span is 50..1050 ms; its prompt pass 950..1150: half of it inside.
     assert points[0].other_prompt == pytest.approx(40.0)
     assert points[1].other_prompt == 0.0  # (mine had no prompt_n in its timings)
+
+
+def test_a_fit_whose_optional_terms_take_the_whole_cost_drops_them() -> None:
+    # Two runs that other requests' prompt tokens would explain with a decode costing -10 ms
+    # (2 ms a prompt token): the prompt term goes, and a decode keeps a cost.
+    points = [
+        CostPoint(10, 0, None, 100.0, other_prompt=100.0),
+        CostPoint(20, 0, None, 400.0, other_prompt=300.0),
+    ]
+    model = fit_points(points, "runs")
+    assert model is not None
+    assert model.decode_ms > 0
+    assert "prompt_ms" not in model.parameters
+
+
+def test_a_compare_at_n_streams_only_fits_its_runs_at_n_not_its_warm_ups() -> None:
+    # tune --concurrency 2: each config's warm-up runs alone (level 1), every counted run at 2.
+    cost = {"decode": 10.0, "batch": 2.0, "step": 5.0, "drafted": 1.0}
+    runs = _blocks((2,), cost, seed=1)
+    warm = [
+        _run(100 + i, config, 1, 0, decodes=30, steps=0, drafted=0, ms=300.0).model_copy(
+            update={"warmup": True}
+        )
+        for i, config in enumerate(CONFIGS)
+    ]
+    p = plan(CONFIGS).model_copy(update={"concurrency": (2,)})
+    doc = document(p).updated([*warm, *runs], [], [])
+    assert doc.cost_model is not None
+    assert doc.cost_model.levels == [2]
+    counted = [r for r in doc.runs if not r.warmup]
+    assert all(r.predicted_tokens_per_second for r in counted)

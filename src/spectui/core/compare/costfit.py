@@ -129,9 +129,14 @@ def fit(points: Sequence[CostPoint]) -> dict[str, float] | None:
             continue
         fitted = dict(zip(free, theta, strict=True))
         negative = [n for n in free[1:] if fitted[n] < 0]
-        if not negative:
-            if fitted[DECODE] <= 0:
+        if not negative and fitted[DECODE] <= 0:
+            # The optional terms took the whole cost (few points, much noise): without them.
+            optional = [n for n in free if n in (PROMPT, BATCH) or n.startswith("step_ms.")]
+            if not optional:
                 return None
+            zero.add(optional[-1])
+            continue
+        if not negative:
             # a drafted cost at zero is stated; a step or slot cost left out is absent (0)
             kept = {n for n in zero if n.startswith("drafted_ms.")}
             return {**fitted, **dict.fromkeys(kept, 0.0)}

@@ -194,8 +194,9 @@ class CompareDocument(BaseModel):
         runs = annotate(self.plan, runs)
         # The step-cost model is fitted at one level (its batches' size is learnt from which
         # slots shared them, `costbatch`): one stream's where there are such runs, else the
-        # lowest level's (a `tune --concurrency N` runs at N only).
-        lowest = min((r.level for r in runs), default=1)
+        # lowest level's (a `tune --concurrency N` runs at N only; its warm-ups, one stream
+        # each, are not fitted).
+        lowest = min((r.level for r in runs if not r.warmup), default=1)
         single = [r for r in runs if r.level == lowest]
         cost = fit_runs(self.plan, single)
         priced = {r.seq: r for r in predictions(self.plan, single, cost)}
