@@ -1,6 +1,6 @@
 """What the slots view costs: `spectui proxy`'s TUI in a real terminal (tmux) with four clients
 streaming through it at RATE tokens/s each, the slots view open (`s`: four lanes) against the
-Traffic screen alone, from a paced stand-in server (`fake_server.py`) so only spectui's own work
+proxy screen alone, from a paced stand-in server (`fake_server.py`) so only spectui's own work
 is measured. A fourth mode, the proxy with `--format jsonl` and no TUI, is the proxy's own work;
 the slots view's drawing is its CPU minus that.
 
@@ -11,7 +11,11 @@ share of one core, and the bytes it wrote to the terminal (tmux pipe-pane). Roun
 modes; medians of `--reps`. Goal (#30): the slots view with 4 lanes at 50 tok/s each <= 5 % of a
 core.
 
-    python bench/slots_view.py [--rate 50] [--reps 3] [--window 10]
+    python bench/slots_view.py [--rate 50] [--reps 3] [--window 10] [--modes M,...]
+                               [--src DIR=LABEL ...]
+
+`--src` runs the proxy from another source tree too (an older checkout: `git archive`), every
+mode of each source in the same rounds, for a before/after paired in one run.
 """
 
 from __future__ import annotations
@@ -69,14 +73,17 @@ def healthy(url: str) -> bool:
     return done.returncode == 0
 
 
-def one_run(upstream: str, mode: str, tokens: int, window: float) -> tuple[float, float]:
-    """(CPU %, bytes written to the terminal per second) of the proxy's TUI in ``mode``."""
+def one_run(
+    upstream: str, mode: str, tokens: int, window: float, src: Path = ROOT / "src"
+) -> tuple[float, float]:
+    """(CPU %, bytes written to the terminal per second) of the proxy's TUI in ``mode``, run
+    from the source tree ``src``."""
     columns, rows, slots = MODES[mode]
     session = f"spectui-slots-bench-{os.getpid()}"
     log = Path(f"/tmp/{session}.out")
     port = free_port("127.0.0.1")
     proxy = f"http://127.0.0.1:{port}"
-    command = (f"cd {ROOT} && exec env -u SPECTUI_STOCK PYTHONPATH={ROOT / 'src'} {PYTHON} "
+    command = (f"cd {ROOT} && exec env -u SPECTUI_STOCK PYTHONPATH={src} {PYTHON} "
                f"-m spectui.cli proxy "
                f"--url {upstream} --listen 127.0.0.1:{port}")  # fmt: skip
     if slots is None:
@@ -126,47 +133,62 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=50.0, help="tokens per second per stream")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--window", type=float, default=10.0, help="seconds measured per run")
+    parser.add_argument("--modes", default=",".join(MODES), help="which modes, in order")
+    parser.add_argument("--src", action="append", default=[], metavar="DIR=LABEL")
     args = parser.parse_args()
     if shutil.which("tmux") is None or shutil.which("curl") is None:
         sys.exit("slots_view: needs tmux and curl")
+    modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
+    if unknown := [mode for mode in modes if mode not in MODES]:
+        sys.exit(f"slots_view: unknown mode {unknown[0]!r} (modes: {', '.join(MODES)})")
+    sources = [(ROOT / "src", "now")]
+    for spec in args.src:
+        folder, _, label = spec.partition("=")
+        if not (Path(folder) / "spectui").is_dir():
+            sys.exit(f"slots_view: --src {folder}: no spectui package there")
+        sources.append((Path(folder), label or folder))
     tokens = int(args.rate * (WARMUP_S + args.window + 15))
     load_before = os.getloadavg()
     runs: dict[str, list[float]] = {}
     with fake_server(args.rate) as url:
         for _ in range(args.reps):
-            for mode in MODES:
-                cpu, written = one_run(url, mode, tokens, args.window)
-                runs.setdefault(mode, []).append(cpu)
-                runs.setdefault(f"{mode} bytes/s", []).append(written)
-                print(f"{mode}: {cpu:.1f} % of a core · {written / 1000:.1f} kB/s", flush=True)
+            for mode in modes:
+                for src, label in sources:
+                    name = mode if label == "now" else f"{label}: {mode}"
+                    cpu, written = one_run(url, mode, tokens, args.window, src)
+                    runs.setdefault(name, []).append(cpu)
+                    runs.setdefault(f"{name} bytes/s", []).append(written)
+                    print(f"{name}: {cpu:.1f} % of a core · {written / 1000:.1f} kB/s", flush=True)
     load_after = os.getloadavg()
     figures = {name: round(median(values), 2) for name, values in runs.items()}
-    ratio = (
-        figures["slots 120x36"] / figures["traffic 120x36"] if figures["traffic 120x36"] else None
-    )
-    drawing = round(figures["slots 120x36"] - figures["proxy jsonl"], 2)
     for name, value in figures.items():
-        print(f"{name:>24}: {value}")
-    verdict = "met" if figures["slots 120x36"] <= GOAL else "NOT met"
-    print(f"slots view 120x36, {STREAMS} lanes at {args.rate:g} tok/s: "
-          f"{figures['slots 120x36']:.1f} % of a core (goal <= {GOAL:g} %: {verdict}); "
-          f"÷ Traffic screen {ratio if ratio is None else round(ratio, 2)}; "
-          f"its drawing (minus the proxy alone) {drawing:.1f} %; "
-          f"load {load_before[0]:.1f} -> {load_after[0]:.1f}")  # fmt: skip
-    write_result(
-        "slots_view",
-        {
-            "rate": args.rate,
-            "streams": STREAMS,
-            "window_s": args.window,
-            "goal_percent": GOAL,
-            "median": figures,
-            "slots_over_traffic": ratio,
-            "drawing_percent": drawing,
-            "load_1min": [load_before[0], load_after[0]],
-            "runs": runs,
-        },
-    )
+        print(f"{name:>32}: {value}")
+    result: dict[str, object] = {
+        "rate": args.rate,
+        "streams": STREAMS,
+        "window_s": args.window,
+        "goal_percent": GOAL,
+        "sources": {label: str(src) for src, label in sources},
+        "median": figures,
+        "load_1min": [load_before[0], load_after[0]],
+        "runs": runs,
+    }
+    if "slots 120x36" in figures:
+        slots = figures["slots 120x36"]
+        verdict = "met" if slots <= GOAL else "NOT met"
+        line = (f"slots view 120x36, {STREAMS} lanes at {args.rate:g} tok/s: {slots:.1f} % of a "
+                f"core (goal <= {GOAL:g} %: {verdict})")  # fmt: skip
+        if figures.get("traffic 120x36"):
+            result["slots_over_traffic"] = round(slots / figures["traffic 120x36"], 3)
+            line += f"; ÷ proxy screen {result['slots_over_traffic']}"
+        if "proxy jsonl" in figures:
+            result["drawing_percent"] = round(slots - figures["proxy jsonl"], 2)
+            line += f"; its drawing (minus the proxy alone) {result['drawing_percent']:.1f} %"
+        for _src, label in sources[1:]:
+            if before := figures.get(f"{label}: slots 120x36"):
+                line += f"; {label} {before:.1f} % (now ÷ {label} {slots / before:.2f})"
+        print(f"{line}; load {load_before[0]:.1f} -> {load_after[0]:.1f}")
+    write_result("slots_view", result)
 
 
 if __name__ == "__main__":

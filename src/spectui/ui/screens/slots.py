@@ -2,8 +2,11 @@
 
 It draws a `SlotsSource` (`spectui.ui.lanes`: the proxy's requests, a follower's runs, a
 `--concurrency` comparison's clients). Redraws are batched: every `PULL_S` each lane gets the
-tokens that arrived since the last pull (one refresh per lane), every `NUMBERS_EVERY` pulls the
-lanes' numbers and the aggregate line, repainted only when their text changed.
+tokens that arrived since the last pull, all lanes in one frame (a lane repaints the lines they
+changed), every `NUMBERS_EVERY` pulls the lanes' numbers and the aggregate line, repainted only
+when their text changed. Four streams are watched, not read token by token, so a lane moves five
+times a second and its numbers once: at four lanes of 50 tok/s each the view's frames were most
+of its cost (bench/README.md, "slots view").
 """
 
 from __future__ import annotations
@@ -22,11 +25,11 @@ from spectui.ui.compositor import use_lean_compositor
 from spectui.ui.lanes import LANES, FollowLanes, LaneFeed, SlotsSource, WatchLanes
 from spectui.ui.widgets.slots import SlotLane, SlotsAggregate, SlotsGrid
 
-PULL_S = 0.1
-"""Tokens reach the lanes in batches, ten a second."""
+PULL_S = 0.2
+"""Tokens reach the lanes in batches, five a second."""
 
 NUMBERS_EVERY = 5
-"""Titles and the aggregate line are looked at every this many pulls (2 Hz)."""
+"""Titles and the aggregate line are looked at every this many pulls (1 Hz)."""
 
 HELP = (
     "One lane per slot: its tokens coloured by origin (accepted drafts underlined), its "

@@ -1,10 +1,11 @@
-"""The slots view's parts: one lane per slot — its tokens coloured by origin (`TokenView`), its
-own acceptance and tokens/s in its title — and the server's aggregate line above the lanes.
+"""The slots view's parts: one lane per slot — its tokens coloured by origin, a page at a time
+(`LaneView`), its own acceptance and tokens/s in its title — and the server's aggregate line
+above the lanes.
 
 Lanes tile two by two where a lane still gets a useful width and height (`TILE_MIN`), and stack
 one under the other below that (80×24: four lanes of a title line and four lines of tokens).
 Each lane's numbers are on a header line of their own, repainted when its text changes (a
-border title that changed would repaint the whole lane, twice a second); a tiled lane's border
+border title that changed would repaint the whole lane, every second); a tiled lane's border
 names its request, a stacked lane has no border and its header names it too.
 """
 
@@ -20,7 +21,7 @@ from textual.widget import Widget
 
 from spectui.core.events import TokenEvent
 from spectui.ui import format as fmt
-from spectui.ui.widgets.tokens import TokenView
+from spectui.ui.widgets.lane_view import LaneView
 
 TILE_MIN = (100, 30)
 """The smallest grid (columns, rows) where lanes tile 2×2; below either, they stack."""
@@ -68,7 +69,7 @@ class LaneNumbers:
 
 class LineText(Widget):
     """Fixed lines of text, repainted (never laid out again) when they change: the numbers
-    change twice a second, and a `Static`'s update asks for a layout of the whole screen."""
+    change every second, and a `Static`'s update asks for a layout of the whole screen."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -115,7 +116,7 @@ class SlotLane(Vertical):
         self.stacked = False
         """Stacked: no border, the header names the lane too. Tiled: the border's title does."""
         self._header = LineText(classes="lane-header")
-        self._view = TokenView()
+        self._view = LaneView()
 
     def compose(self) -> ComposeResult:
         yield self._header
@@ -126,7 +127,7 @@ class SlotLane(Vertical):
         self._retitle()
 
     @property
-    def view(self) -> TokenView:
+    def view(self) -> LaneView:
         return self._view
 
     @property
@@ -240,8 +241,8 @@ class SlotsGrid(Container):
     SlotsGrid.-stacked > SlotLane.-streaming > .lane-header {
         background: $secondary-muted;
     }
-    SlotsGrid.-stacked > SlotLane > TokenView {
-        padding: 0 0 0 1;
+    SlotsGrid.-stacked > SlotLane > LaneView {
+        padding: 0 1 0 1;
     }
     """
 

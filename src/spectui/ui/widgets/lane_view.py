@@ -1,0 +1,190 @@
+"""A slots-view lane's tokens: its answer wrapped to the lane, shown a page at a time.
+
+A lane is read at a glance, four at once, not scrolled through, so it is a plain widget, not a
+scroll view: no scrollbar, no scrolling. The page stays put while the answer fills it and only
+the lines that changed are repainted; when the open line runs off the bottom, the next page
+starts with the last finished line on top for context (one repaint of the lane). Following the
+answer by scrolling repainted the whole pane a few lines at a time and, at four lanes of 50
+tok/s each, drew most of what the view cost (bench/README.md, "slots view"). When the request
+ends its answer is shown ending at the bottom, as a finished token pane is.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.widget import Widget
+
+from spectui.core.events import TokenEvent
+from spectui.ui.widgets.drafters import drafter_keys
+from spectui.ui.widgets.token_looks import TOKEN_CLASSES, TOKEN_CSS, TokenStyles, token_styles
+from spectui.ui.widgets.token_model import MAX_TOKENS, TokenLog
+from spectui.ui.widgets.tokens import WrappedLines
+
+KEEP = 1
+"""Finished lines a new page starts with (context for the line that opened it)."""
+
+SHORT = 8
+"""A lane shorter than this (stacked at 80×24: four lines) follows its end line by line: a page
+of three new lines would leave it mostly blank, and repainting four lines costs little."""
+
+
+def page_top(open_line: int, height: int, *, ended: bool) -> int:
+    """The first wrapped line shown, for the open (last) line's index in a view ``height`` tall.
+
+    Growing: 0 until the open line leaves the first page, then pages advance by ``height`` -
+    `KEEP` (one line in a `SHORT` lane), so the open line is always shown. Ended: the answer
+    ends at the bottom.
+    """
+    if height <= 0 or open_line < height:
+        return 0
+    if ended or height < SHORT:
+        return open_line - height + 1
+    step = height - KEEP
+    return ((open_line - height) // step + 1) * step
+
+
+class LaneView(Widget):
+    """A lane's tokens (`TokenView`'s colours and marks), a page at a time; see the module."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = TOKEN_CLASSES
+    DEFAULT_CSS = f"""
+    LaneView {{
+        height: 1fr;
+        /* (the column a token pane keeps for its scrollbar: lanes wrap as token panes do) */
+        padding-right: 1;
+        {TOKEN_CSS}
+    }}
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.model = TokenLog(MAX_TOKENS)
+        """The tokens kept, and counts over the whole request."""
+        self.placeholder = ""
+        """Shown while there is no token yet."""
+        self.ended = False
+        """The request ended: its answer is shown ending at the bottom."""
+        self.top = 0
+        """The first wrapped line shown."""
+        self._wrapped: WrappedLines | None = None
+        self._strips: dict[int, Strip] = {}
+        self._styles: TokenStyles | None = None
+        self._base: Style | None = None
+        self._blank: Strip | None = None
+
+    @property
+    def wrapped(self) -> WrappedLines:
+        """The wrapped answer, rebuilt from the model when it is stale."""
+        if self._wrapped is None:
+            self._wrapped = self._rewrap()
+        return self._wrapped
+
+    def _styles_now(self) -> TokenStyles:
+        if self._styles is None:
+            self._styles = token_styles(self)
+        return self._styles
+
+    def _rewrap(self) -> WrappedLines:
+        self._strips.clear()
+        wrapped = WrappedLines(self.app.console, self.size.width or 80)
+        model = self.model
+        if model.dropped:
+            wrapped.append(Text(f"… {model.dropped:,} earlier tokens not shown\n", "italic"))
+        elif not model.tokens:
+            wrapped.append(Text(self.placeholder, style="italic"))
+        styles = self._styles_now()
+        styles.keys = drafter_keys(self.app) if model.chain else None
+        text = Text()
+        for token in model.tokens:
+            styles.append(text, token)
+        wrapped.append(text)
+        return wrapped
+
+    def _repage(self) -> bool:
+        """Move to the page the open line is on; True when that changed the page."""
+        top = page_top(len(self.wrapped.lines), self.size.height, ended=self.ended)
+        if top == self.top:
+            return False
+        self.top = top
+        return True
+
+    def _redraw(self) -> None:
+        self._wrapped = None
+        self._strips.clear()
+        self._blank = None
+        self._repage()
+        self.refresh()
+
+    def clear(self) -> None:
+        self.model.clear()
+        self.ended = False
+        self.top = 0
+        self._redraw()
+
+    def settle(self) -> None:
+        """The request ended: its answer ends at the bottom of the lane."""
+        self.ended = True
+        if self._repage():
+            self.refresh()
+
+    def add(self, events: tuple[TokenEvent, ...]) -> None:
+        """Append a batch: the lines it changed are repainted, or the lane once per page."""
+        if not events:
+            return
+        was_empty = not self.model.tokens
+        if self.model.extend(events) or was_empty:  # (old tokens dropped, or the placeholder)
+            self._redraw()
+            return
+        wrapped = self.wrapped
+        before = len(wrapped.lines)
+        styles = self._styles_now()
+        text = Text()
+        tokens = self.model.tokens
+        for index in range(len(tokens) - len(events), len(tokens)):
+            styles.append(text, tokens[index])
+        wrapped.append(text)
+        if self._repage():
+            self.refresh()
+        else:  # the open line, and the lines it became
+            count = len(wrapped.lines) - before + 1
+            self.refresh(Region(0, before - self.top, self.size.width, count))
+
+    def notify_style_update(self) -> None:
+        # The theme changed: rendered lines carry the old colours.
+        super().notify_style_update()
+        self._styles = None
+        self._base = None
+        self._wrapped = None
+        self._strips.clear()
+        self._blank = None
+
+    def on_resize(self) -> None:
+        if self._wrapped is not None and self._wrapped.width != self.size.width:
+            self._wrapped = None
+            self._strips.clear()
+        self._blank = None
+        self._repage()
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        if (base := self._base) is None:  # (it walks the ancestors: once per style change)
+            base = self._base = self.rich_style
+        index = self.top + y
+        if (cached := self._strips.get(index)) is not None:
+            return cached
+        wrapped = self.wrapped
+        line = wrapped.line(index)
+        if line is None:
+            if self._blank is None or self._blank.cell_length != width:
+                self._blank = Strip.blank(width, base)
+            return self._blank
+        # (no offsets: nothing in a lane is clicked or selected)
+        strip = Strip(line.render(self.app.console)).apply_style(base).crop_extend(0, width, base)
+        if index < len(wrapped.lines):  # the open line changes with every batch
+            self._strips[index] = strip
+        return strip

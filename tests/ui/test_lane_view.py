@@ -1,0 +1,62 @@
+"""A slots-view lane's pages (`page_top`): the open line is always shown, a tall lane's page
+stays put while the answer fills it and then moves a page (less `KEEP` lines) at a time, a short
+lane follows its end line by line, an ended answer ends at the bottom. And a lane fed past its
+first page shows its newest tokens (Pilot)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+from textual.app import App, ComposeResult
+
+from spectui.core.events import TokenEvent, TokenOrigin
+from spectui.ui.themes import spec_variable_defaults
+from spectui.ui.widgets.lane_view import KEEP, SHORT, LaneView, page_top
+
+
+@given(st.integers(0, 500), st.integers(1, 60), st.booleans())
+def test_the_open_line_is_always_on_the_page(open_line: int, height: int, ended: bool) -> None:
+    top = page_top(open_line, height, ended=ended)
+    assert 0 <= top <= open_line < top + height
+    if ended and open_line >= height:
+        assert top + height - 1 == open_line  # (the answer ends at the bottom)
+
+
+@given(st.integers(0, 500), st.integers(SHORT, 60))
+def test_a_tall_lane_moves_a_page_at_a_time(open_line: int, height: int) -> None:
+    before = page_top(open_line, height, ended=False)
+    after = page_top(open_line + 1, height, ended=False)
+    assert after in (before, before + height - KEEP)
+
+
+@given(st.integers(0, 500), st.integers(1, SHORT - 1))
+def test_a_short_lane_follows_its_end(open_line: int, height: int) -> None:
+    assert page_top(open_line, height, ended=False) == max(0, open_line - height + 1)
+
+
+def token(index: int) -> TokenEvent:
+    return TokenEvent(index=index, text=f"w{index} ", origin=TokenOrigin.TARGET, t=index * 0.02)
+
+
+class OneLane(App[None]):
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return spec_variable_defaults(self.current_theme)
+
+    def compose(self) -> ComposeResult:
+        yield LaneView(id="lane")
+
+
+async def test_a_lane_fed_past_its_page_shows_its_newest_tokens() -> None:
+    app = OneLane()
+    async with app.run_test(size=(30, 12)) as pilot:
+        lane = app.query_one(LaneView)
+        for start in range(0, 200, 10):  # batches, as the slots view pulls them
+            lane.add(tuple(token(i) for i in range(start, start + 10)))
+            await pilot.pause()
+        shown = [lane.render_line(y).text for y in range(lane.size.height)]
+        assert "w199" in "".join(shown)
+        assert lane.top > 0 and len(lane.model.tokens) == 200
+        lane.settle()
+        await pilot.pause()
+        last = max(y for y in range(lane.size.height) if lane.render_line(y).text.strip())
+        assert "w199" in lane.render_line(last).text
