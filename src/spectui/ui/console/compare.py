@@ -7,6 +7,8 @@ import os
 import re
 from typing import TYPE_CHECKING
 
+from spectui.core.compare.outcomes import Verdict
+
 if TYPE_CHECKING:
     from typing import Self
 
@@ -16,6 +18,14 @@ if TYPE_CHECKING:
 
     from spectui.core.compare.runner import CompareEvent, RunFinished
     from spectui.core.compare.store import CompareDocument
+
+VERDICT_STYLES: dict[str, str] = {
+    Verdict.KEEP: "bold green",
+    Verdict.DROP: "bold red",
+    Verdict.FAILED: "red",
+    Verdict.BASELINE: "dim",
+}
+"""Rich styles of verdict cells (a cell's text is its verdict)."""
 
 
 def summary_table(document: CompareDocument, title: str | None = None) -> RenderableType:
@@ -29,7 +39,7 @@ def summary_table(document: CompareDocument, title: str | None = None) -> Render
     left = ("config", "prompt", "verdict")
     for name in SUMMARY_COLUMNS:
         table.add_column(name, justify="left" if name in left else "right")
-    styles = {"keep": "bold green", "drop": "bold red", "failed": "red", "baseline": "dim"}
+    styles = VERDICT_STYLES
     for _, (*cells, verdict) in summary_rows(document):
         # Text, not markup: a label like 'draft-simple [model.gguf]' must print as written.
         table.add_row(*(Text(cell) for cell in cells), Text(verdict, style=styles.get(verdict, "")))
@@ -49,7 +59,7 @@ def level_table(document: CompareDocument) -> RenderableType | None:
     table = Table(title="concurrency", title_justify="left", expand=False)
     for name in headers:
         table.add_column(name, justify="left" if name in ("config", "metric") else "right")
-    styles = {"keep": "bold green", "drop": "bold red", "failed": "red", "baseline": "dim"}
+    styles = VERDICT_STYLES
     for row in rows:
         style = styles.get(row[-1], "") if row[1] == "verdict" else ""
         table.add_row(*(Text(cell, style=style if i > 1 else "") for i, cell in enumerate(row)))
@@ -181,7 +191,7 @@ def print_final(document: CompareDocument, *, chart: bool) -> None:
             f"[bold]{escape(label)}[/] by content: {escape(content.sentence)}", highlight=False
         )
     for row in document.summary:
-        if row.verdict not in ("baseline", "pending"):
+        if row.verdict not in (Verdict.BASELINE, Verdict.PENDING):
             label = labels.get(row.config, row.config)
             out.print(
                 f"[bold]{escape(label)}[/] on {escape(row.prompt)}: {row.verdict} — "

@@ -9,6 +9,7 @@ import re
 import shlex
 from typing import TYPE_CHECKING
 
+from spectui.core.compare.outcomes import Verdict
 from spectui.ui.console.compare import StderrLive
 
 if TYPE_CHECKING:
@@ -35,7 +36,11 @@ def leaderboard_table(
     table = Table(title=title, title_justify="left")
     for name in LEADERBOARD_COLUMNS:
         table.add_column(name, justify="left" if name in ("config", "verdict") else "right")
-    styles = {"keep": "bold green", "drop": "red", "failed": "red"}
+    styles: dict[str, str] = {
+        Verdict.KEEP: "bold green",
+        Verdict.DROP: "red",
+        Verdict.FAILED: "red",
+    }
     for _, cells in leaderboard(document, prompt)[:limit]:
         verdict = cells[-1]
         style = styles.get(verdict.split(" ")[0], "")
