@@ -200,7 +200,8 @@ class CompareDocument(BaseModel):
         single = [r for r in runs if r.level == lowest]
         cost = fit_runs(self.plan, single)
         priced = {r.seq: r for r in predictions(self.plan, single, cost)}
-        by_content = content_rows(self.plan, runs)
+        summary = report_rows(self.plan, runs)
+        by_content = content_rows(self.plan, runs, summary)  # (a class is held to its prompts)
         judged = self.plan.concurrency != (1,) or self.plan.arrivals is not None
         levels = level_rows(self.plan, runs) if judged else []
         return self.model_copy(
@@ -215,7 +216,7 @@ class CompareDocument(BaseModel):
                 "content_verdicts": content_verdicts(self.plan, by_content),
                 "server_starts": list(starts),
                 "sessions": list(sessions),
-                "summary": report_rows(self.plan, runs),
+                "summary": summary,
                 "restarts": restart_statement(self.plan, starts),
             }
         )
