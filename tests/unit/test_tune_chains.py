@@ -13,6 +13,7 @@ from spectui.core.compare.summary_row import SummaryRow
 from spectui.core.llama.binary import parse_help
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.tune.chains import chain_config, chain_picks, with_chains
+from spectui.core.tune.export import replica_line
 from spectui.core.tune.models import CandidateResult, PromptResult, TuneDocument
 from spectui.core.tune.runner import TuneFinished, TuneRunner, new_document
 from spectui.core.tune.space import Candidate, ModelFacts, build_space, chain_of
@@ -123,6 +124,10 @@ async def test_chains_of_round_ones_best_ngram_candidates_race_from_round_two(
     again = TuneDocument.model_validate_json((tmp_path / "t.json").read_text())
     assert again == doc
     assert with_chains(again) is again
+    # The report counts round one's candidates without the chains made after it.
+    space = [c.model_copy(update={"replayed": c.text == "ngram-mod"}) for c in doc.space]
+    line = replica_line(doc.model_copy(update={"space": space}))
+    assert line is not None and "5 of 6 candidates ran, 1 replayed" in line
 
 
 def _result(text: str, measured: float | None, predicted: float | None = None) -> CandidateResult:

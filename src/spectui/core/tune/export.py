@@ -158,7 +158,9 @@ def replica_line(document: TuneDocument) -> str | None:
     if not replayed:
         return None
     plan = document.compare.plan
-    ran = sum(1 for c in document.space if plan.runs_in(c.text, 1) and not c.replayed)
+    # Not the chains made after round one (`tune.chains`): they were no round-one candidate.
+    first = [c for c in document.space if "," not in c.type or plan.runs_in(c.text, 1)]
+    ran = sum(1 for c in first if plan.runs_in(c.text, 1) and not c.replayed)
     checks = ", ".join(
         f"{r.type}: no run to check it on, its candidates run instead"
         if not r.runs
@@ -167,7 +169,7 @@ def replica_line(document: TuneDocument) -> str | None:
         for r in document.replicas
     )
     text = (
-        f"round one: {ran} of {len(document.space)} candidates ran, {len(replayed)} replayed "
+        f"round one: {ran} of {len(first)} candidates ran, {len(replayed)} replayed "
         "from the baseline's tokens by drafter replicas"
     )
     return text + (f" (checked on real runs: {checks})" if checks else " (not checked yet)")
