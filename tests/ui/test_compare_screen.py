@@ -8,7 +8,8 @@ from textual.widgets import Label, Static
 
 from spectui.config import Settings
 from spectui.ui.apps.compare import CompareApp
-from spectui.ui.screens.compare import CompareProgressed, CompareScreen, ResponsesScreen
+from spectui.ui.screens.compare import CompareProgressed, CompareScreen
+from spectui.ui.screens.compare_responses import ResponsesScreen
 
 from .fake_compare import FakeCompareRunner
 from .fake_engine import FakeEngine

@@ -9,7 +9,8 @@ from textual.widgets import Static
 from spectui.config import Settings
 from spectui.core.compare.textdiff import Divergence, TokenProb
 from spectui.ui.apps.compare import CompareApp
-from spectui.ui.screens.compare import CompareScreen, ResponsesScreen, evidence_line
+from spectui.ui.screens.compare import CompareScreen
+from spectui.ui.screens.compare_responses import ResponsesScreen, evidence_line
 
 from .fake_compare import ANSWER, OTHER, FakeCompareRunner
 from .fake_engine import FakeEngine
