@@ -27,7 +27,7 @@ PROMPT = (
     "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\n"
     "def mul(a, b):\n    return a * b\n\n# The three functions again, with type hints:\n\n"
 )
-N = 64
+N = 32
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from spectui.core.request import GenerationRequest
 from spectui.core.sessions.file import read_session
 from spectui.core.sessions.replay import ReplayClock, ReplayEngine, recompute
 
-from .outside import CODE_PROMPT
+from .outside import CODE_PROMPT, FAST
 
 pytestmark = pytest.mark.server
 
@@ -90,7 +90,7 @@ async def test_api_key_of_an_authenticated_server_is_never_recorded(
         model=gemma_model,
         spec=SpecConfig(types=("ngram-simple",)),
         ctx_size=512,
-        extra_args=("--no-warmup",),
+        extra_args=FAST,  # (one thread: two wait on each other on a busy machine)
         api_key=SecretStr(key),
     )
     server = ManagedServer(config, caps, log_dir=tmp_path / "logs")
