@@ -11,15 +11,19 @@ output; the TUI's server bar saying `generating`), not after a fixed start-up ti
 machine start-up alone can take longer than any fixed warm-up.
 
     python bench/client_cpu.py [--rate 50] [--reps 3] [--window 10] [--src DIR=LABEL ...]
+                               [--clients stream,proxy,tui] [--server paced|gemma]
 
 `--src` runs the clients from another source tree (e.g. an older checkout) for a before/after
-in the same run.
+in the same run. `--server gemma` streams from the real llama-server instead (Gemma 3 270M,
+`--spec-type none`, one thread, a long prose prompt at temperature 0.8): the rate is then the
+server's own, printed with the figures, and `--rate` only sizes the request.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shlex
 import shutil
@@ -30,7 +34,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from common import median, write_result
+from common import gemma_model, llama_binary, median, write_result
 
 from spectui.core.llama.server import free_port
 
@@ -43,6 +47,13 @@ START_S = 60.0
 """Longest wait for a client to start streaming."""
 SIZE = (120, 40)
 """The TUI's terminal (tmux), columns x rows."""
+PROSE = (
+    "Write a long, detailed story about a lighthouse keeper and the sailors she saved, "
+    "chapter by chapter.\n\n"
+)
+"""The real server's prompt: prose, so the run is long and every token a new one."""
+SAMPLING = ("--temperature", "0.8", "--seed", "7")
+"""Sampled, not greedy, for the real server: greedy prose settles into a loop."""
 
 
 def cpu_ticks(pid: int) -> int:
@@ -68,6 +79,39 @@ def fake_server(rate: float) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait()
+
+
+@contextlib.contextmanager
+def gemma_server() -> Iterator[str]:
+    """The real llama-server: Gemma 3 270M, no speculation, one thread (on a loaded machine
+    llama.cpp's spinning threads collapse: two of them on two busy cores made 0.5 tok/s)."""
+    port = free_port("127.0.0.1")
+    argv = [str(llama_binary()), "-m", str(gemma_model()), "--host", "127.0.0.1",
+            "--port", str(port), "--ctx-size", "8192", "--parallel", "1", "--metrics",
+            "--slots", "--spec-type", "none", "--threads", "1"]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            with contextlib.suppress(subprocess.CalledProcessError):
+                subprocess.run(["curl", "-sf", f"{url}/health"], check=True, capture_output=True)
+                break
+            if proc.poll() is not None:
+                raise SystemExit("client_cpu: the llama-server exited at start-up")
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def server_rate(url: str) -> float:
+    """The real server's own tokens/s over 64 tokens of the prompt."""
+    body = (f'{{"prompt": {json.dumps(PROSE)}, "n_predict": 64, "temperature": 0.8, '
+            f'"seed": 7, "cache_prompt": false}}')  # fmt: skip
+    done = subprocess.run(["curl", "-s", f"{url}/completion", "-d", body], capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    return float(json.loads(done.stdout)["timings"]["predicted_per_second"])
 
 
 def window_cpu(pid: int, window: float) -> float:
@@ -110,11 +154,23 @@ def flowing(path: Path, gap: float = 0.5, least: int = 1_000) -> Callable[[], bo
     return ready
 
 
+def prompt_args(real: bool, tokens: int) -> list[str]:
+    """The request's options: the prose prompt, sampled, for the real server."""
+    if real:
+        return ["--prompt", PROSE, "--n-predict", str(tokens), *SAMPLING]
+    return ["--prompt", "x", "--n-predict", str(tokens)]
+
+
 def stream_cpu(
-    url: str, src: Path, tokens: int, window: float, extra: dict[str, str] | None = None
+    url: str,
+    src: Path,
+    tokens: int,
+    window: float,
+    extra: dict[str, str] | None = None,
+    real: bool = False,
 ) -> float:
-    argv = [PYTHON, "-m", "spectui.cli", "stream", "--url", url, "--prompt", "x",
-            "--n-predict", str(tokens), "--format", "jsonl"]  # fmt: skip
+    argv = [PYTHON, "-m", "spectui.cli", "stream", "--url", url, *prompt_args(real, tokens),
+            "--format", "jsonl"]  # fmt: skip
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "stream.jsonl"
         with out.open("wb") as sink:
@@ -169,13 +225,15 @@ def tui_cpu(
     window: float,
     extra: dict[str, str] | None = None,
     size: tuple[int, int] = SIZE,
+    real: bool = False,
 ) -> tuple[float, float]:
     """(CPU %, bytes written to the terminal per second) of the TUI in tmux of ``size``."""
     session = f"spectui-bench-{os.getpid()}"
     log = Path(f"/tmp/{session}.out")
     env = " ".join(f"{name}={shlex.quote(value)}" for name, value in (extra or {}).items())
+    request = shlex.join(prompt_args(real, tokens))
     command = (f"cd {ROOT} && env -u SPECTUI_STOCK {env} PYTHONPATH={src} {PYTHON} -m spectui.cli"
-               f" --url {url} --prompt x --n-predict {tokens} --run")  # fmt: skip
+               f" --url {url} {request} --run")  # fmt: skip
     columns, rows = (str(n) for n in size)
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", columns, "-y", rows, command],
                    check=True)  # fmt: skip
@@ -221,35 +279,47 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--window", type=float, default=10.0, help="seconds measured per run")
     parser.add_argument("--src", action="append", default=[], metavar="DIR=LABEL")
+    parser.add_argument("--clients", default="stream,proxy,tui", help="which clients, in order")
+    parser.add_argument("--server", choices=("paced", "gemma"), default="paced")
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         sys.exit("client_cpu: needs tmux")
+    clients = [name.strip() for name in args.clients.split(",") if name.strip()]
+    if unknown := set(clients) - {"stream", "proxy", "tui"}:
+        sys.exit(f"client_cpu: unknown client(s) {', '.join(sorted(unknown))}")
     sources = [(ROOT / "src", "now")]
     for spec in args.src:
         folder, _, label = spec.partition("=")
         sources.append((Path(folder), label or folder))
     tokens = int(args.rate * (WARMUP_S + args.window + 30))
+    real = args.server == "gemma"
     runs: dict[str, list[float]] = {}
-    with fake_server(args.rate) as url:
+    with gemma_server() if real else fake_server(args.rate) as url:
+        if real:
+            runs["server tok/s"] = [server_rate(url)]
+            print(f"the real server: {runs['server tok/s'][0]:.1f} tok/s", flush=True)
         for _ in range(args.reps):
             for src, label in sources:
-                runs.setdefault(f"stream {label}", []).append(
-                    stream_cpu(url, src, tokens, args.window)
-                )
-                runs.setdefault(f"proxy {label}", []).append(
-                    proxy_cpu(url, src, tokens, args.window)
-                )
-                cpu, written = tui_cpu(url, src, tokens, args.window)
-                runs.setdefault(f"tui {label}", []).append(cpu)
-                runs.setdefault(f"tui {label} bytes/s", []).append(written)
-                print(f"{label}: stream {runs[f'stream {label}'][-1]:.1f} % · "
-                      f"proxy {runs[f'proxy {label}'][-1]:.1f} % · "
-                      f"tui {cpu:.1f} % ({written / 1000:.1f} kB/s)", flush=True)  # fmt: skip
+                shown = []
+                for client in clients:
+                    if client == "tui":
+                        cpu, written = tui_cpu(url, src, tokens, args.window, real=real)
+                        runs.setdefault(f"tui {label} bytes/s", []).append(written)
+                        shown.append(f"tui {cpu:.1f} % ({written / 1000:.1f} kB/s)")
+                    elif client == "stream":
+                        cpu = stream_cpu(url, src, tokens, args.window, real=real)
+                        shown.append(f"stream {cpu:.1f} %")
+                    else:
+                        cpu = proxy_cpu(url, src, tokens, args.window)
+                        shown.append(f"proxy {cpu:.1f} %")
+                    runs.setdefault(f"{client} {label}", []).append(cpu)
+                print(f"{label}: " + " · ".join(shown) + f" · load {os.getloadavg()[0]:.1f}",
+                      flush=True)  # fmt: skip
     figures = {name: round(median(values), 2) for name, values in runs.items()}
     for name, value in figures.items():
         print(f"{name:>24}: {value}")
-    write_result("client_cpu", {"rate": args.rate, "window_s": args.window, "median": figures,
-                                "runs": runs})  # fmt: skip
+    write_result("client_cpu", {"rate": args.rate, "server": args.server, "window_s": args.window,
+                                "median": figures, "runs": runs})  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -43,11 +43,16 @@ FLUSH_INTERVAL_S = 0.05
 SSH; at thousands of tokens a second the screen stays within ~100 ms of the stream."""
 
 QUIET_FLUSH_INTERVAL_S = READ_GAP_S
-"""A stream of a few tokens a batch is drawn at most this often (~7 Hz): at the tens of tokens a
+"""A stream of a few tokens a batch is drawn at most this often (4 Hz): at the tens of tokens a
 second a CPU server makes, each batch cost more than the tokens it showed (a frame, the messages
 and the wake-ups: ~3 ms of the app's CPU in a real terminal), and the text still reads as a
 stream. It is the pace a run reads its stream at (`core.stream.run.READ_GAP_S`), by definition:
 a shorter interval would only draw the same batches, a longer one would hold tokens read."""
+
+FOLLOW_FLUSH_INTERVAL_S = 0.15
+"""A follower's quiet interval: a session file is polled every 25 ms, not read at the stream's
+pace, so this is all the batching a follower's thin stream gets; at `READ_GAP_S` its lag behind
+the file (goal: p95 <= 250 ms at 50 tok/s) would be the whole interval more."""
 
 BUSY_BATCH = 32
 """Tokens waiting that make a batch busy: it goes out at the fast interval."""

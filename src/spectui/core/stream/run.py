@@ -141,11 +141,13 @@ _DONE = object()
 TOKENIZE_TIMEOUT_S = 10.0
 """How long a run waits for ``/tokenize`` (a chain's naming only) before naming without it."""
 
-READ_GAP_S = 0.15
-"""How often a run reads its stream after the first token (see `AsyncioStream.read_gap`): as
-often as the screen draws a batch of tokens when tokens are few (`ui.bridge`), so nothing shows
-later for it. Each batch costs the TUI ~3 ms of CPU on a 2-core VM whatever it carries (a frame,
-the messages, the wake-ups): at 0.1 s a 50 tok/s run cost it ~6 % of a core, at 0.15 s ~5 %."""
+READ_GAP_S = 0.25
+"""How often a run reads a thin stream after the first token (see `AsyncioStream.read_gap`; a
+busy one is read every `FAST_GAP_S`): as often as the screen draws a batch of tokens when tokens
+are few (`ui.bridge`), so nothing shows later for it. Each batch costs the TUI a frame, the
+messages and the wake-ups whatever it carries: at 50 tok/s, 0.25 s against 0.15 s (with the
+metrics pane at 1 Hz) cost the TUI ~20 % less CPU and `stream` ~15 % less (bench/README.md,
+client CPU), for up to 0.1 s more before a thin stream's tokens show."""
 
 
 class StreamRun:

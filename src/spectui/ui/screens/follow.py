@@ -27,6 +27,7 @@ from textual.worker import Worker, WorkerState
 from spectui.core.events import ServerState, ServerStateEvent
 from spectui.core.sessions.follow import FollowEngine, short_path
 from spectui.core.sessions.tail import FollowedRun, FollowState, SessionFollower
+from spectui.ui.bridge import FOLLOW_FLUSH_INTERVAL_S
 from spectui.ui.compositor import use_lean_compositor
 from spectui.ui.messages import RunLeft, RunStarted
 from spectui.ui.screens.dialogs import HELP_TEXT, HelpScreen
@@ -231,7 +232,8 @@ class FollowScreen(Screen[None]):
             opening = RunStarted(header.request, label, header.server.spec_label, run.path.name)
             ident = self.run_view.start(opening)
             self.post_message(RunOpened(run))
-            await self.run_view.play(run.events(), ident, unended=RunLeft(LEFT))
+            quiet = FOLLOW_FLUSH_INTERVAL_S
+            await self.run_view.play(run.events(), ident, RunLeft(LEFT), quiet_interval=quiet)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group == "follow" and event.state is WorkerState.ERROR:

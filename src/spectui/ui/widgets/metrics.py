@@ -162,10 +162,10 @@ types with its draft lengths in an 80-column terminal's 11-cell column takes fiv
 QUIET_REDRAW_S = 1.0
 """Numbers held back by the throttle are drawn after this long when no newer update comes."""
 
-REDRAW_INTERVAL_S = 0.4
+REDRAW_INTERVAL_S = 0.9
 """Snapshots and memory samples redraw the table at most this often: numbers changing faster
-than a few times a second cannot be read, and each redraw costs a few lines of a frame and ~1 ms
-(with token batches every 0.15 s: every third batch, ~2 Hz). A run's start and end redraw at
+than once a second are hard to read, and each redraw costs a few lines of a frame and ~1 ms
+(with token batches every 0.25 s: every fourth batch, 1 Hz). A run's start and end redraw at
 once."""
 
 

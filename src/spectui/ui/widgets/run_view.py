@@ -22,7 +22,7 @@ from textual.message import Message
 
 from spectui.core.errors import SpectuiError
 from spectui.core.events import ErrorEvent, EventStream, ServerState, ServerStateEvent
-from spectui.ui.bridge import Post, pump
+from spectui.ui.bridge import QUIET_FLUSH_INTERVAL_S, Post, pump
 from spectui.ui.messages import (
     MemorySampled,
     MetricsUpdated,
@@ -143,11 +143,18 @@ class RunView(Vertical):
 
         return post
 
-    async def play(self, events: EventStream, ident: int, unended: Message | None = None) -> None:
+    async def play(
+        self,
+        events: EventStream,
+        ident: int,
+        unended: Message | None = None,
+        quiet_interval: float = QUIET_FLUSH_INTERVAL_S,
+    ) -> None:
         """Draw ``events`` as run ``ident`` (call from a worker); a stream that stops before its
-        summary ends the run with ``unended``, or fails it."""
+        summary ends the run with ``unended``, or fails it. A thin stream's batches are drawn at
+        most every ``quiet_interval`` (`bridge.pump`)."""
         post = self.poster(ident)
-        if not await pump(events, post):
+        if not await pump(events, post, quiet_interval=quiet_interval):
             post(unended or RunFailed(ErrorEvent(message=UNENDED, kind="protocol")))
 
     def worker_failed(self, error: BaseException | None) -> None:
