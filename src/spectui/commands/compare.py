@@ -265,7 +265,7 @@ async def _compare(settings: Settings, args: argparse.Namespace | CompareOptions
     options.refuse(NAME, _REFUSED, _PLAN_FLAGS, CompareUsageError)
     resume = options.resume
     if resume is not None:
-        document, setup = resumed(settings, load_document(resume), options, compare_setup)
+        document, setup = resumed(settings, load_document(resume), resume, options, compare_setup)
         if document.complete:
             print(f"spectui: {resume} is already complete; nothing to resume", file=sys.stderr)
     else:

@@ -50,10 +50,11 @@ def default_output(command: str) -> Path:
 def resumed(
     settings: Settings,
     document: CompareDocument,
+    source: Path,
     options: ResultsOptions,
     compare_setup: SetupFactory,
 ) -> tuple[CompareDocument, CompareSetup]:
-    """A results file continued (``options.resume``, read as ``document``): judged again under
+    """A results file continued (``document``, read from ``source``): judged again under
     --memory-budget and --identical-answers when given (judgements, not measurements: the runs
     already made are judged again, none re-run), on the binary, model and server arguments it
     was measured with (refused if they changed); ``compare_setup`` is the command's own name for
@@ -61,8 +62,6 @@ def resumed(
     from spectui.core.compare.budget import resolve_budget
     from spectui.core.compare.store import check_same_setup
 
-    source = options.resume
-    assert source is not None, "only a resumed file is continued"
     plan = document.plan
     if options.memory_budget is not None:
         plan = plan.model_copy(update={"memory_budget": resolve_budget(options.memory_budget)})

@@ -194,12 +194,13 @@ def _new(settings: Settings, options: TuneOptions) -> tuple[TuneDocument, Compar
     return document, setup
 
 
-def _resumed(settings: Settings, options: TuneOptions) -> tuple[TuneDocument, CompareSetup]:
+def _resumed(
+    settings: Settings, options: TuneOptions, path: Path
+) -> tuple[TuneDocument, CompareSetup]:
     from spectui.core.tune.report import refreshed
 
-    assert options.resume is not None
-    document = load_tune(options.resume)
-    compare, setup = resumed(settings, document.compare, options, compare_setup)
+    document = load_tune(path)
+    compare, setup = resumed(settings, document.compare, path, options, compare_setup)
     setup = slotted(setup, compare)
     if options.budget is not None:
         document = document.model_copy(update={"budget_s": options.budget})
@@ -216,7 +217,7 @@ async def _tune(settings: Settings, options: TuneOptions) -> int:
 
     options.refuse(NAME, _REFUSED, _PLAN_FLAGS, TuneUsageError)
     resume = options.resume
-    document, setup = _resumed(settings, options) if resume else _new(settings, options)
+    document, setup = _resumed(settings, options, resume) if resume else _new(settings, options)
     if resume is not None and document.complete:
         print(f"spectui: {resume} is already complete; showing its results", file=sys.stderr)
     elif not document.complete:
