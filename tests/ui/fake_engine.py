@@ -266,7 +266,7 @@ class FakeEngine(LiveServerSource):
                 steps, drafted, accepted = steps + 1, drafted + n_draft, accepted + n_ok
             for token in batch:
                 yield token
-                await asyncio.sleep(self.delay)
+                await asyncio.sleep(self.delay)  # (the behaviour: a token rate; 0 in tests)
             if self.run_gate is not None and index < self.hold_after <= index + len(batch):
                 await self._hold(self.run_gate, cancel)
             index += len(batch)
