@@ -34,3 +34,13 @@ def test_timings_of_another_count_or_none_leave_the_client_s_clock() -> None:
     assert server_clock(decodes, {}, 3) == decodes
     assert server_clock(decodes, {"predicted_n": 5.0, "predicted_ms": 80.0}, 3) == decodes
     assert server_clock(decodes, {"predicted_n": 3.0, "predicted_ms": 0.0}, 3) == decodes
+
+
+def test_a_cost_model_fitted_at_n_streams_is_refused_in_one_line() -> None:
+    from spectui.core.compare.costmodel import CostModel
+    from spectui.core.compare.whatif import StepCounts, WhatIfError, predict_counts
+
+    counts = StepCounts(drafted=(4, 4), accepted=(4, 2), singles=1, draft_max=4)
+    model = CostModel(parameters={"decode_ms": 10.0, "drafted_ms.ngram": 2.0}, levels=[4])
+    with pytest.raises(WhatIfError, match="fitted at 4 streams; whatif prices one"):
+        predict_counts(counts, [(4, 20.0), (4, 20.0), (0, 10.0)], None, [2], model)

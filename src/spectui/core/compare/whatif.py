@@ -267,6 +267,8 @@ def _step_cost(
     more: Sequence[Sequence[tuple[int, float]]],
     name: str,
 ) -> StepCost:
+    if model is not None and (at := ", ".join(map(str, model.levels))) != "1":  # (N slots)
+        raise WhatIfError(f"the cost model was fitted at {at} streams; whatif prices one")
     if model is not None:
         cost = from_model(model, group, counts.drafted)
         if cost is None:
