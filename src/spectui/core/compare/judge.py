@@ -52,7 +52,7 @@ class Judgement(NamedTuple):
     reason: str
     """Why, in one sentence, with its evidence."""
     unsettled: Unsettled | None = None
-    """Why an inconclusive verdict is not settled (None otherwise)."""
+    """Why an inconclusive verdict is not settled (None otherwise, or with no paired run)."""
 
 
 def with_verdicts(plan: ComparePlan, rows: Sequence[SummaryRow]) -> list[SummaryRow]:

@@ -122,6 +122,6 @@ class SummaryRow(BaseModel):
     verdict: Verdict = Verdict.PENDING
     """keep / drop / inconclusive / failed / baseline / pending (runs still to come)."""
     unsettled: Unsettled | None = None
-    """Why an inconclusive verdict is not settled (None: settled, or not inconclusive)."""
+    """Why an inconclusive verdict is not settled (None: not inconclusive, or no paired run)."""
     reason: str = ""
     """Why, in one line."""

@@ -38,8 +38,8 @@ class PromptResult(BaseModel):
     verdict: Verdict = Verdict.PENDING
     """keep / drop / inconclusive / failed / pending (compare's decision rule, `judge`)."""
     unsettled: Unsettled | None = None
-    """Why an inconclusive verdict is not settled: one round, too noisy, a tie, ... (None:
-    settled, or not inconclusive)."""
+    """Why an inconclusive verdict is not settled: one round, too noisy, a tie, ... (None: not
+    inconclusive, or no paired run)."""
     reason: str = ""
     """The verdict in one sentence, with its evidence."""
     ttft_ratio: float | None = None
