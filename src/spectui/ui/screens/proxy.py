@@ -1,8 +1,9 @@
 """The proxy screen of `spectui proxy`: every request the proxy sees, newest first, live.
 
 The proxy's listener posts typed messages (`RequestStarted`, `RequestFinished`); rows of live
-requests are refreshed from their attribution at 4 Hz, the aggregate pane at 2 Hz, so a busy
-proxy costs a few redraws a second, never one per token. The table is bounded (`MAX_ROWS`), and
+requests are refreshed from their attribution at 2 Hz (`LIVE_EVERY_S`), only their cells that
+changed, the aggregate pane at 2 Hz, so a busy proxy costs a few redraws a second, never one per
+token. The table is bounded (`MAX_ROWS`), and
 token events are kept only for the newest `KEEP_EVENTS` finished requests.
 """
 
@@ -47,6 +48,11 @@ MAX_ROWS = 500
 
 KEEP_EVENTS = 50
 """Finished requests whose tokens stay viewable (the rest keep their numbers only)."""
+
+LIVE_EVERY_S = 0.5
+"""Seconds between refreshes of the live rows. Any changed cell makes the table draw every row
+it shows anew (its cache is per update, not per cell): at 4 Hz with 8 streams the table was most
+of the TUI's CPU (bench/concurrent_cpu.py)."""
 
 WINDOW_REQUESTS = 50
 """The aggregate pane's 'last N requests'."""
@@ -247,6 +253,8 @@ class ProxyScreen(Screen[None]):
         self._aggregated_at = datetime.min.replace(tzinfo=UTC)
         self._aggregate_shown: object = None
         self._intervals: list[Timer] = []
+        self._shown: dict[int, tuple[str | Text, ...]] = {}
+        """Each row's cells as last drawn (rows of ended requests leave it)."""
         self.lanes: HubLanes | None = None
         """The slots view's lanes, from the first time it is opened (they outlive the view)."""
 
@@ -263,7 +271,7 @@ class ProxyScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self._intervals = [
-            self.set_interval(0.25, self._refresh_live, name="proxy-live"),
+            self.set_interval(LIVE_EVERY_S, self._refresh_live, name="proxy-live"),
             self.set_interval(0.5, self._refresh_aggregate, name="proxy-aggregate"),
         ]
 
@@ -290,9 +298,12 @@ class ProxyScreen(Screen[None]):
         live = message.live
         self.rows[live.info.id] = live
         table = self.table
-        table.add_row(*row_cells(live, None, None).cells, key=str(live.info.id))
+        row = row_cells(live, None, None)
+        self._shown[live.info.id] = row.cells
+        table.add_row(*row.cells, key=str(live.info.id))
         while len(self.rows) > MAX_ROWS:
             old, _ = self.rows.popitem(last=False)
+            self._shown.pop(old, None)
             table.remove_row(str(old))
         table.sort("id", key=lambda cell: int(str(cell)), reverse=True)  # newest first
 
@@ -301,6 +312,7 @@ class ProxyScreen(Screen[None]):
         live, record = message.live, message.record
         if live.info.id in self.rows:
             self._update_row(live, row_cells(live, record, None))
+            self._shown.pop(live.info.id, None)  # (its cells change no more)
         if live.events:
             self._kept.append(live)
             if len(self._kept) > KEEP_EVENTS:
@@ -321,10 +333,17 @@ class ProxyScreen(Screen[None]):
         table = self.table
         key = str(live.info.id)
         columns = table.columns
-        for (column, _label), value in zip(COLUMNS, row.cells, strict=True):
+        shown = self._shown.get(live.info.id)
+        self._shown[live.info.id] = row.cells
+        for index, ((column, _label), value) in enumerate(zip(COLUMNS, row.cells, strict=True)):
+            # Only the cells that changed: each update invalidates the table's rendered rows,
+            # and a live row's id, endpoint, client and time never change (8 streams: 96 cell
+            # updates a refresh, most of them rewriting what was there).
+            if shown is not None and shown[index] == value:
+                continue
             # A column grows to a value wider than it (a row is added with dashes, numbers come
             # later), never shrinks: rows do not jump, and a narrower value costs no measuring
-            # of the whole column at 4 Hz.
+            # of the whole column with every refresh.
             wider = cell_len(value.plain if isinstance(value, Text) else value)
             grow = wider > columns[ColumnKey(column)].content_width
             table.update_cell(key, column, value, update_width=grow)
