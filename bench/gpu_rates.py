@@ -1,6 +1,7 @@
 """At the rates a GPU reaches: a real llama-server at ~2,000 tok/s, watched by every client.
 
     python bench/gpu_rates.py [--rounds 7] [--lag-runs 5] [--n-predict 800]
+    python bench/gpu_rates.py --lag-only [--lag-runs 5] [--src DIR=LABEL ...]
 
 The server is llama-server itself with a tiny constructed model (`spectui.testing`: the qwen35
 target whose MTP head is wrong after every fifth word, `--spec-type draft-mtp
@@ -21,6 +22,9 @@ CPU: a run of N_PREDICT tokens lasts a few tenths of a second, as on a GPU.
 * **follow**: the same TUI, recording its run (`--record`, the presenter's path), and a
   follower (the full `spectui follow` app, headless, in this process) on that folder: the lag of
   a token from the relay's stamp to the follower's drawing it.
+
+``--lag-only`` measures the TUI's lag alone, alternating this tree with each ``--src`` source tree
+(a before/after in one run), run by run.
 
 Goals (#28): stream ≥ 0.98, proxy ≥ 0.97, TUI ≥ 0.95 of curl; TUI lag p95 ≤ 100 ms; a
 follower's lag p95 ≤ 500 ms.
@@ -248,6 +252,42 @@ def lag_phase(url: str, tmux: Tmux, scratch: Path, runs: int, n: int) -> dict[st
     }
 
 
+def lag_only(runs: int, n: int, sources: list[tuple[Path | None, str]]) -> None:
+    """The TUI's lag from each source tree, alternating run by run (nothing else measured)."""
+    if shutil.which("tmux") is None:
+        raise SystemExit("gpu_rates.py: needs tmux")
+    found: dict[str, list[dict[str, float]]] = {label: [] for _, label in sources}
+    with tempfile.TemporaryDirectory(prefix="spectui-gpu-rates-") as tmp:
+        scratch = Path(tmp)
+        model = tiny_model(scratch)
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        tmux = Tmux(scratch)
+        try:
+            with process(server_argv(model, port), url), Relay(url) as relay:
+                for index in range(runs):
+                    order = sources if index % 2 == 0 else sources[::-1]
+                    for src, label in order:
+                        relay.reset()
+                        shown = tmux.tui(relay.url, PROMPT, n, src=src)
+                        lag = lags_ms(written_lags(shown, written_times(relay.collect()), n))
+                        lag["predicted_per_second"] = float(shown["predicted_per_second"])
+                        found[label].append(lag)
+                        print(f"run {index + 1} {label}: p50 {lag['p50_ms']:.0f} ms, p95 "
+                              f"{lag['p95_ms']:.0f} ms, {lag['predicted_per_second']:,.0f} tok/s, "
+                              f"load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+        finally:
+            tmux.close()
+    figures = {
+        label: {key: median([run[key] for run in runs_]) for key in runs_[0]}
+        for label, runs_ in found.items()
+    }
+    for label, figure in figures.items():
+        print(f"{label}: TUI lag p50 {figure['p50_ms']:.0f} ms, p95 {figure['p95_ms']:.0f} ms "
+              f"(goal p95 <= {LAG_GOAL_MS:.0f})")  # fmt: skip
+    write_result("gpu_rates_lag", {"median": figures, "runs": found, "n_predict": n})
+
+
 def main(rounds: int, lag_runs: int, n: int) -> dict[str, object]:
     if shutil.which("tmux") is None or shutil.which("curl") is None:
         raise SystemExit("gpu_rates.py: needs tmux and curl")
@@ -304,5 +344,14 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--lag-runs", type=int, default=5)
     parser.add_argument("--n-predict", type=int, default=N_PREDICT)
+    parser.add_argument("--lag-only", action="store_true", help="the TUI's lag alone")
+    parser.add_argument("--src", action="append", default=[], metavar="DIR=LABEL")
     args = parser.parse_args()
-    main(args.rounds, args.lag_runs, args.n_predict)
+    if args.lag_only:
+        trees: list[tuple[Path | None, str]] = [(None, "now")]
+        for spec in args.src:
+            folder, _, label = spec.partition("=")
+            trees.append((Path(folder), label or folder))
+        lag_only(args.lag_runs, args.n_predict, trees)
+    else:
+        main(args.rounds, args.lag_runs, args.n_predict)

@@ -81,9 +81,12 @@ class Tmux:
     def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True)
 
-    def tui(self, url: str, prompt: str, n_predict: int, *extra: str) -> dict[str, Any]:
+    def tui(
+        self, url: str, prompt: str, n_predict: int, *extra: str, src: Path | None = None
+    ) -> dict[str, Any]:
         """One run of the TUI (`spectui --url URL --run`) in tmux, its process wrapped by
-        `rates_parts.tui_child_main`: what it drew when, and the run's summary."""
+        `rates_parts.tui_child_main`: what it drew when, and the run's summary. ``src``: run
+        spectui from that source tree (a before/after in one run)."""
         self.count += 1
         out = self.scratch / f"tui-{self.count}.json"
         args = ["--url", url, "--prompt", prompt, "--n-predict", str(n_predict), "--run", *extra]
@@ -93,6 +96,8 @@ class Tmux:
             "XDG_CACHE_HOME": str(self.scratch / "cache"),
             "SPECTUI_THEME": "spectui-dark",
         }
+        if src is not None:
+            env["PYTHONPATH"] = str(src)
         command = " ".join(
             [f"cd {shlex.quote(str(HERE))} &&", *(f"{k}={shlex.quote(v)}" for k, v in env.items())]
             + ["exec", shlex.quote(sys.executable), "gpu_rates_tap.py", "tui-child", str(out)]

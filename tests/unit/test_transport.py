@@ -150,6 +150,7 @@ async def test_a_paced_stream_takes_what_arrived_meanwhile_in_one_read() -> None
             lines = response.aiter_lines()
             assert await anext(lines) == "data: 0"
             stream.read_gap = 2.0  # far longer than the three chunks take
+            stream._paced_reads = 1  # (paced a while: past the first hold, which is short)
             reads_before = stream.last_read_t
             gate.set()
             rest = [line async for line in lines if line]
@@ -275,6 +276,10 @@ async def test_a_fast_stream_is_held_for_the_short_gap_only() -> None:
 
     stream = AsyncioStream(Transport(), BufferedProtocol())  # type: ignore[arg-type]  # fake transport
     stream.read_gap = 0.15
+    # The first hold after pacing starts: the read before it (the first token) tells no rate.
+    stream.previous_read_t, stream.last_read_t, stream._last_size = 10.0, 10.15, 300
+    assert stream._gap() == FAST_GAP_S
+    stream._paced_reads = 1  # one paced read since: its pace is the stream's
     stream.previous_read_t, stream.last_read_t, stream._last_size = 10.0, 10.002, 800
     assert stream._gap() == FAST_GAP_S  # two chunks in 2 ms: ~400 KB/s
     stream.previous_read_t, stream.last_read_t, stream._last_size = 10.0, 10.15, 3000

@@ -65,6 +65,8 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         self.previous_read_t = -math.inf
         """Loop time of the read before it: what the latest read returned arrived after this."""
         self._last_size = 0
+        self._paced_reads = 0
+        """Reads that returned data since `read_gap` was set (0 while it is not)."""
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         protocol = self._protocol
@@ -87,6 +89,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
             self.previous_read_t, self.last_read_t = self.last_read_t, loop.time()
             data = protocol.take(max_bytes)
             self._last_size = len(data)
+            self._paced_reads = self._paced_reads + 1 if self.read_gap > 0 else 0
             return data
         if protocol.error is not None:
             raise httpcore.ReadError(str(protocol.error)) from protocol.error
@@ -109,7 +112,13 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         """`read_gap`, or `FAST_GAP_S` when the latest read came at a rate that would fill a
         busy read within `read_gap`. At thousands of tokens a second a read after a full one
         is small (it came at once), so the full-read rule alone held every other read for the
-        whole gap: up to 0.15 s of lag, where the screen's budget is 0.1 s."""
+        whole gap: up to 0.15 s of lag, where the screen's budget is 0.1 s.
+
+        The first hold once pacing starts is `FAST_GAP_S` too: the read before it carried the
+        first token after the prompt, whose pace says nothing of the stream's, and a whole gap
+        there held the first quarter second of a fast stream (hundreds of tokens) behind it."""
+        if self._paced_reads == 0:
+            return min(self.read_gap, FAST_GAP_S)
         span = self.last_read_t - self.previous_read_t
         if span > 0 and self._last_size * self.read_gap >= BUSY_READ_BYTES * span:
             return min(self.read_gap, FAST_GAP_S)
