@@ -135,9 +135,12 @@ def test_a_tight_budget_stops_the_race_and_says_what_is_open(
     # Each step must fit in what is left, by the median so far: only a step slower than that
     # (a neighbour's load) can overrun, and by no more than itself.
     # A step is a run, or a server start and its run (the first one too: 3 s fit nothing).
-    slowest = max((r.total_ms or 0) / 1000 for r in doc.compare.runs)
-    slowest += max((s.seconds or 0) for s in doc.compare.server_starts)
-    assert doc.elapsed_s <= 3 + slowest
+    # Before the first step the prompts are measured (a probe the budget does not ration): on a
+    # loaded machine that alone can outlast 3 s, and then no step is taken and none bounds it.
+    if doc.compare.runs or doc.compare.server_starts:
+        slowest = max(((r.total_ms or 0) / 1000 for r in doc.compare.runs), default=0.0)
+        slowest += max(((s.seconds or 0) for s in doc.compare.server_starts), default=0.0)
+        assert doc.elapsed_s <= 3 + slowest
     assert "budget spent" in result.stdout
     assert "not settled" in " ".join(doc.settled) or doc.winners["table-row"] is not None
     assert "the budget ran out" in result.stderr and "--resume" in result.stderr
