@@ -22,7 +22,7 @@ import pytest
 from helpers.cli import one_clear_line, spectui
 from spectui.app_setup import compare_setup
 from spectui.config import Settings
-from spectui.core.compare import runner as runner_module
+from spectui.core.compare import block as block_module
 from spectui.core.compare.models import ComparePlan
 from spectui.core.compare.open_loop import recorded_source, replay_block, replay_prompts
 from spectui.core.compare.prompt_files import load_prompts
@@ -91,7 +91,7 @@ async def test_a_recorded_workload_replays_in_order_and_never_early(
         began.append(time.monotonic())
         await replay_block(*args, **kwargs)
 
-    monkeypatch.setattr(runner_module, "replay_block", timed_replay)
+    monkeypatch.setattr(block_module, "replay_block", timed_replay)
     out = tmp_path / "r.json"
     engine = setup.engine(configs[0].spec)
     real_run: Callable[[GenerationRequest], Any] = engine.run
