@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from subprocess import DEVNULL
 
@@ -93,9 +93,10 @@ def chunks(outputs: list[Path]) -> int:
 
 
 @contextlib.contextmanager
-def proxy_process(upstream: str, port: int, src: Path, client: str) -> Iterator[int]:
+def proxy_process(upstream: str, port: int, src: Path, client: str) -> Iterator[Callable[[], int]]:
     """The proxy (``client`` 'jsonl': headless, records to /dev/null; 'tui': its TUI in a tmux
-    session of `TUI_SIZE`, the proxy screen); yields its pid."""
+    session of `TUI_SIZE`, the proxy screen); yields how to find its pid (in tmux, once it
+    answers: the pane runs a shell until its `exec`)."""
     argv = [
         PYTHON,
         "-m",
@@ -109,7 +110,7 @@ def proxy_process(upstream: str, port: int, src: Path, client: str) -> Iterator[
     if client == "jsonl":
         proc = subprocess.Popen([*argv, "--format", "jsonl"], env=env_for(src), stdout=DEVNULL)
         try:
-            yield proc.pid
+            yield lambda: proc.pid
         finally:
             proc.terminate()
             proc.wait()
@@ -120,14 +121,18 @@ def proxy_process(upstream: str, port: int, src: Path, client: str) -> Iterator[
     subprocess.run(
         ["tmux", "new-session", "-d", "-s", session, "-x", columns, "-y", rows, command], check=True
     )
-    try:
+
+    def pid() -> int:
         pane = subprocess.run(
             ["tmux", "display", "-p", "-t", session, "#{pane_pid}"],
             check=True,
             capture_output=True,
             text=True,
         )
-        yield _python_child(int(pane.stdout))
+        return _python_child(int(pane.stdout))
+
+    try:
+        yield pid
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], check=False)
         time.sleep(1.0)  # (the TUI closes on SIGHUP)
@@ -140,8 +145,9 @@ def one_run(
     rate they received together over the same window (the shape was delivered as asked)."""
     port = free_port("127.0.0.1")
     proxy = f"http://127.0.0.1:{port}"
-    with proxy_process(upstream, port, src, client) as pid:
+    with proxy_process(upstream, port, src, client) as find_pid:
         wait_until(lambda: healthy(proxy), f"the proxy at {proxy} answering")
+        pid = find_pid()
         with clients(proxy, streams, tokens) as outputs:
             wait_until(
                 lambda: all(o.exists() and o.stat().st_size > 0 for o in outputs),

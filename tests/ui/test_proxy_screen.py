@@ -22,6 +22,7 @@ from spectui.ui.themes import SHIPPED_THEMES
 from spectui.ui.widgets.tokens import TokenView
 
 from .proxy_screen_helpers import begin, feed, finish, make_hub
+from .ui_helpers import settle
 
 SnapCompare = Callable[..., bool]
 STATUS = 9
@@ -48,8 +49,13 @@ async def test_rows_newest_first_live_then_done() -> None:
         finish(hub, clocks, first)
         second = begin(hub, "/v1/chat/completions", client="10.0.0.8")
         feed(second, "chat-ngram-simple.sse", upto=20)
-        await pilot.pause(0.4)
         table = table_of(app)
+        # (live rows are refreshed once a second: wait for the first refresh, not a fixed time)
+        await settle(
+            pilot,
+            lambda: table.row_count == 2 and table.get_row_at(0)[2] not in ("–", "0"),
+            "the live row's numbers",
+        )
         assert table.row_count == 2
         assert table.get_row_at(0)[0] == "2" and table.get_row_at(1)[0] == "1"
         assert table.get_row_at(0)[STATUS] == "streaming"

@@ -1,10 +1,10 @@
 """The proxy screen of `spectui proxy`: every request the proxy sees, newest first, live.
 
 The proxy's listener posts typed messages (`RequestStarted`, `RequestFinished`); rows of live
-requests are refreshed from their attribution at 2 Hz (`LIVE_EVERY_S`), only their cells that
-changed, the aggregate pane at 2 Hz, so a busy proxy costs a few redraws a second, never one per
-token. The table is bounded (`MAX_ROWS`), and
-token events are kept only for the newest `KEEP_EVENTS` finished requests.
+requests are refreshed from their attribution once a second (`LIVE_EVERY_S`), only their cells
+that changed, the aggregate pane at 2 Hz, so a busy proxy costs a few redraws a second, never
+one per token. The table is bounded (`MAX_ROWS`), and token events are kept only for the newest
+`KEEP_EVENTS` finished requests.
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ MAX_ROWS = 500
 KEEP_EVENTS = 50
 """Finished requests whose tokens stay viewable (the rest keep their numbers only)."""
 
-LIVE_EVERY_S = 0.5
+LIVE_EVERY_S = 1.0
 """Seconds between refreshes of the live rows. Any changed cell makes the table draw every row
 it shows anew (its cache is per update, not per cell): at 4 Hz with 8 streams the table was most
-of the TUI's CPU (bench/concurrent_cpu.py)."""
+of the TUI's CPU, and the TUI's cost grew with each stream (bench/concurrent_cpu.py)."""
 
 WINDOW_REQUESTS = 50
 """The aggregate pane's 'last N requests'."""
