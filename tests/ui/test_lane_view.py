@@ -60,3 +60,16 @@ async def test_a_lane_fed_past_its_page_shows_its_newest_tokens() -> None:
         await pilot.pause()
         last = max(y for y in range(lane.size.height) if lane.render_line(y).text.strip())
         assert "w199" in lane.render_line(last).text
+
+
+async def test_a_batch_after_a_theme_change_is_shown_once() -> None:
+    app = OneLane()
+    async with app.run_test(size=(30, 12)) as pilot:
+        lane = app.query_one(LaneView)
+        lane.add(tuple(token(i) for i in range(5)))
+        await pilot.pause()
+        lane.notify_style_update()  # (the wrapped text is dropped, to be built anew)
+        lane.add(tuple(token(i) for i in range(5, 10)))
+        await pilot.pause()
+        shown = "".join(lane.render_line(y).text for y in range(lane.size.height))
+        assert shown.count("w7 ") == 1 and shown.count("w2 ") == 1

@@ -137,7 +137,10 @@ class LaneView(Widget):
         if not events:
             return
         was_empty = not self.model.tokens
-        if self.model.extend(events) or was_empty:  # (old tokens dropped, or the placeholder)
+        # (old tokens dropped, the placeholder shown, or no wrapped text to append to: built
+        # anew from the model, which then holds the batch already)
+        stale = self._wrapped is None
+        if self.model.extend(events) or was_empty or stale:
             self._redraw()
             return
         wrapped = self.wrapped
