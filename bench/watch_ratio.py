@@ -16,8 +16,8 @@ llama-server, `--threads 1`, draft-mtp n-max 2, at ~2,000 tok/s; the same four c
   server process's CPU seconds over the client's run (``/proc``), which a busy machine does not
   move (waiting for a core costs no CPU time) and a watcher moves only by making the server do
   more work per token (its polls, slow reads);
-* **paired**: each round runs every client once, in a rotating order; a client's ratio is its
-  rate ÷ the same round's curl rate, so what the machine does between rounds cancels;
+* **paired**: each round runs every client once, in a shuffled order (seeded); a client's ratio
+  is its rate ÷ the same round's curl rate, so what the machine does between rounds cancels;
 * **decided**: the figure is the median of the rounds' ratios with a 95 % bootstrap interval
   (rounds resampled, fixed seed); a goal is met when the interval's low end reaches it, missed
   when its high end is below it, else undecided. ``curl-again`` (curl once more) is the
@@ -167,9 +167,11 @@ def measure(
 ) -> Any:
     runs: dict[str, dict[str, list[float]]] = {c: {r: [] for r in RATES} for c in CLIENTS}
     run_curl(url, folder, n)  # warm-up, not counted
+    order = random.Random(SEED)
     for round_ in range(rounds):
-        turn = round_ % len(CLIENTS)
-        for client in CLIENTS[turn:] + CLIENTS[:turn]:
+        # Shuffled, not rotated: in a rotation each client always follows the same one (curl
+        # followed curl-again every round), and that neighbour's after-effects biased the pair.
+        for client in order.sample(CLIENTS, k=len(CLIENTS)):
             before = cpu_s(server)
             if client in ("curl", "curl-again"):
                 got = run_curl(url, folder, n)
