@@ -205,7 +205,10 @@ class TokenView(ScrollView, can_focus=True):
         follow = self.scroll_y >= self.max_scroll_y - 1  # unless the user scrolled up to read
         was_empty = not self.model.tokens
         lines_before = len(self.wrapped.lines) if self._wrapped is not None else -1
-        if self.model.extend(events) or was_empty:
+        # (no wrapped text to append to, e.g. after a theme change: built anew from the model,
+        # which then holds the batch already; appending it too showed the batch twice)
+        stale = self._wrapped is None
+        if self.model.extend(events) or was_empty or stale:
             self._invalidate()
             lines_before = -1  # (rewrapped: every line may have moved)
         else:
