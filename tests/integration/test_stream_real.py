@@ -25,7 +25,7 @@ pytestmark = pytest.mark.server
 
 
 def stream_code(gemma_model: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    """`spectui stream` of the code prompt: ngram-simple, 80 tokens, then ``extra``."""
+    """`spectui stream` of the code prompt: ngram-simple, 48 tokens, then ``extra``."""
     return spectui(
         "stream",
         "--model",
@@ -35,7 +35,7 @@ def stream_code(gemma_model: Path, *extra: str) -> subprocess.CompletedProcess[s
         "--prompt",
         CODE_PROMPT,
         "--n-predict",
-        "80",
+        "48",
         *extra,
     )
 
