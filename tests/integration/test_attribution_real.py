@@ -25,6 +25,8 @@ from spectui.core.llama.protocol import ServerMetrics
 from spectui.core.prompts import builtin_prompt
 from spectui.core.request import GenerationRequest
 
+from .outside import ONE_THREAD
+
 pytestmark = pytest.mark.server
 
 
@@ -41,6 +43,8 @@ async def engine_for(gemma_model: Path) -> AsyncIterator[object]:
     engines: list[LiveEngine] = []
 
     async def make(spec_type: str, **settings: Any) -> LiveEngine:  # Settings fields
+        # One thread, as every test server: a test's own server_args replace the environment's.
+        settings["server_args"] = [*ONE_THREAD, *settings.get("server_args", [])]
         engine = await started(Settings(model=gemma_model, spec_type=spec_type, **settings))
         engines.append(engine)
         return engine
