@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spectui.commands.compare import CompareOptions
 from spectui.core.compare.checkers import Checker
 from spectui.core.compare.divergence import ProbeError, ProbeRequest
 from spectui.core.compare.models import (
@@ -31,6 +33,12 @@ from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest, Sampling
 from spectui.core.tune.models import TuneDocument
 from spectui.core.tune.runner import new_document
+
+
+def compare_options(**flags: object) -> CompareOptions:
+    """`spectui compare`'s options as the command line builds them (`cli.main`): from a parsed
+    namespace, so ``given`` names every flag that is not None."""
+    return CompareOptions.from_namespace(argparse.Namespace(**flags))
 
 
 def config(text: str) -> CompareConfig:

@@ -4,7 +4,6 @@ and bad inputs (no server)."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -32,7 +31,7 @@ from spectui.core.content import ContentClass
 from spectui.core.events import EventStream
 from spectui.core.request import GenerationRequest
 
-from .compare_helpers import FakeSetup, ScriptedEngine, document, plan, record
+from .compare_helpers import FakeSetup, ScriptedEngine, compare_options, document, plan, record
 
 
 def workload(folder: Path, arrivals: list[float | None]) -> Path:
@@ -194,7 +193,7 @@ async def test_compare_arrivals_runs_end_to_end_on_scripted_engines(
     monkeypatch.setattr(compare_command, "compare_setup", lambda settings, **_: setup)
     folder = workload(tmp_path / "rec", [0.0, 0.01, 0.02])
     out = tmp_path / "r.json"
-    args = argparse.Namespace(
+    args = compare_options(
         no_chart=True,
         configs=["ngram-mod"],
         prompts=str(folder),

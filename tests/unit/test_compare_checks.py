@@ -3,7 +3,6 @@ files in TOML / JSON Lines, and which python checkers are trusted to run."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ from spectui.core.compare.prompt_files import PromptFileError, load_prompts
 from spectui.core.compare.store import CompareDocument, dump_document, load_document, write_atomic
 from spectui.core.compare.textdiff import first_divergence, token_ends
 
-from .compare_helpers import FakeSetup, document, plan
+from .compare_helpers import FakeSetup, compare_options, document, plan
 
 # --- diff ---------------------------------------------------------------------------------------
 
@@ -255,7 +254,7 @@ async def _run_compare(
     """`spectui compare` with ``args`` on scripted engines; the results document it wrote."""
     setup = FakeSetup()
     monkeypatch.setattr(compare_command, "compare_setup", lambda settings, **_: setup)
-    code = await compare_command._compare(Settings(), argparse.Namespace(no_chart=True, **args))
+    code = await compare_command._compare(Settings(), compare_options(no_chart=True, **args))
     assert code == 0
     out = args.get("resume") or args["json_out"]
     assert isinstance(out, Path)

@@ -3,7 +3,6 @@ statistics, the one-sentence verdict, the exports, old files, and bad inputs (no
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import csv
@@ -49,7 +48,7 @@ from spectui.core.events import (
 from spectui.core.llama.binary import BinaryChoice
 from spectui.core.request import GenerationRequest
 
-from .compare_helpers import FakeSetup, ScriptedEngine, document, plan, words
+from .compare_helpers import FakeSetup, ScriptedEngine, compare_options, document, plan, words
 
 ROOT = Path(__file__).parent.parent.parent
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -501,7 +500,7 @@ async def test_a_level_above_the_servers_slots_writes_nothing(
     monkeypatch.setattr(compare_command, "compare_setup", lambda settings, **_: setup)
     monkeypatch.setattr(compare_command, "_new_document", lambda *a: document(levels_plan((1, 4))))
     out = tmp_path / "r.json"
-    args = argparse.Namespace(no_chart=True, concurrency=(1, 4), json_out=out, csv_out=None)
+    args = compare_options(no_chart=True, concurrency=(1, 4), json_out=out, csv_out=None)
     with pytest.raises(CompareSetupError, match="needs 4 server slots"):
         await compare_command._compare(Settings(), args)
     assert _entries(tmp_path) == []
@@ -518,7 +517,7 @@ async def test_a_concurrent_compare_runs_end_to_end_on_scripted_engines(
     setup = Slots()
     monkeypatch.setattr(compare_command, "compare_setup", lambda settings, **_: setup)
     out, runs_csv = tmp_path / "r.json", tmp_path / "runs.csv"
-    args = argparse.Namespace(
+    args = compare_options(
         no_chart=True,
         configs=["ngram-mod"],
         prompts="builtin:two-lines",

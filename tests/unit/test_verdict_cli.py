@@ -3,7 +3,6 @@ bad one is one line before anything starts (scripted engines, no server)."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
@@ -14,14 +13,14 @@ from spectui.config import Settings
 from spectui.core.compare.store import load_document
 from spectui.core.llama.specconfig import SpecConfig
 
-from .compare_helpers import FakeSetup
+from .compare_helpers import FakeSetup, compare_options
 
 
 async def _compare(monkeypatch: pytest.MonkeyPatch, **args: object) -> Path:
     setup = FakeSetup()
     monkeypatch.setattr(compare_command, "compare_setup", lambda settings, **_: setup)
-    namespace = argparse.Namespace(no_chart=True, **args)
-    assert await compare_command._compare(Settings(), namespace) == 0
+    options = compare_options(no_chart=True, **args)
+    assert await compare_command._compare(Settings(), options) == 0
     out = args.get("resume") or args["json_out"]
     assert isinstance(out, Path)
     return out
@@ -70,7 +69,7 @@ async def test_identical_answers_is_in_the_plan_and_a_resume_rejudges(
     monkeypatch.setattr(compare_command, "compare_setup", lambda settings, **_: setup)
     monkeypatch.setattr(compare_command, "divergence_prober", lambda engine: NearTie())
     out = tmp_path / "r.json"
-    args = argparse.Namespace(
+    args = compare_options(
         no_chart=True, configs=["ngram-simple"], prompts="builtin:two-lines", reps=1, json_out=out
     )
     await compare_command._compare(Settings(), args)
@@ -81,7 +80,7 @@ async def test_identical_answers_is_in_the_plan_and_a_resume_rejudges(
     assert row.verdict != "drop"
 
     runs = len(doc.runs)
-    args = argparse.Namespace(no_chart=True, resume=out, identical_answers=True)
+    args = compare_options(no_chart=True, resume=out, identical_answers=True)
     await compare_command._compare(Settings(), args)
     doc = load_document(out)
     assert doc.plan.identical_answers is True

@@ -254,14 +254,12 @@ def _new_document(
     )
 
 
-async def _compare(settings: Settings, args: argparse.Namespace | CompareOptions) -> int:
+async def _compare(settings: Settings, options: CompareOptions) -> int:
     from spectui.core.compare.runner import CompareRunner
     from spectui.core.compare.setup import slot_counter
     from spectui.core.compare.store import finished_seqs, load_document
     from spectui.ui.console.compare import LiveView, print_final
 
-    # (nothing below reads ``args``; unit tests hand a bare namespace)
-    options = args if isinstance(args, CompareOptions) else CompareOptions.from_namespace(args)
     options.refuse(NAME, _REFUSED, _PLAN_FLAGS, CompareUsageError)
     resume = options.resume
     if resume is not None:
