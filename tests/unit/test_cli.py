@@ -144,10 +144,7 @@ def test_every_option_field_is_a_flag_of_its_command() -> None:
         "spectui": ROOT.Options,
         **{command.NAME: command.Options for command in COMMANDS},
     }
-    # doctor's --try takes --prompt or --builtin; the --prompt-file of the prompt options it
-    # shares with the TUI and `stream` is not among its flags, so that field stays None.
-    unflagged = {"doctor": {"prompt_file"}}
     for command, model in models.items():
         flags = {dest for name, dest in dests if name == command}
         fields = {field.alias or name for name, field in model.model_fields.items()}
-        assert fields - {"given"} - unflagged.get(command, set()) <= flags, command
+        assert fields - {"given"} <= flags, command

@@ -32,13 +32,12 @@ def read_prompt_file(path: Path) -> str:
     return text
 
 
-class PromptOptions(CommandOptions):
-    """The prompt flags of the TUI and `stream` (at most one of them, argparse makes sure)."""
+class InlinePromptOptions(CommandOptions):
+    """A prompt given on the command line itself: text or a built-in key (doctor's --try takes
+    only these; at most one, argparse makes sure)."""
 
     prompt: str | None = None
     """--prompt: the prompt text."""
-    prompt_file: Path | None = None
-    """--prompt-file: read the prompt from this file."""
     builtin: str | None = None
     """--builtin: the key of a built-in prompt."""
 
@@ -48,14 +47,25 @@ class PromptOptions(CommandOptions):
             if not self.prompt.strip():
                 raise PromptError("the prompt is empty")
             return self.prompt
-        if self.prompt_file is not None:
-            return read_prompt_file(self.prompt_file)
         if self.builtin is not None:
             try:
                 return builtin_prompt(self.builtin)
             except KeyError as error:
                 raise PromptError(str(error.args[0])) from None
         return None
+
+
+class PromptOptions(InlinePromptOptions):
+    """The prompt flags of the TUI and `stream`: text, a file or a built-in key (at most one)."""
+
+    prompt_file: Path | None = None
+    """--prompt-file: read the prompt from this file."""
+
+    def chosen_prompt(self) -> str | BuiltinPrompt | None:
+        """The prompt given, if any: the file's text, else the inline one."""
+        if self.prompt_file is not None:
+            return read_prompt_file(self.prompt_file)
+        return super().chosen_prompt()
 
 
 def positive(text: str) -> int:

@@ -9,7 +9,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from spectui.commands.command import Invocation, Subparsers
-from spectui.commands.common import PromptOptions, add_generation_flags
+from spectui.commands.common import InlinePromptOptions, add_generation_flags
 from spectui.commands.launch_options import add_launch_options
 from spectui.config import Settings
 from spectui.core.errors import SpectuiError
@@ -34,7 +34,7 @@ class DoctorError(SpectuiError):
     exit_code = 2
 
 
-class DoctorOptions(PromptOptions):
+class DoctorOptions(InlinePromptOptions):
     """`spectui doctor`'s own options."""
 
     try_types: bool = False
