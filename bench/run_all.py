@@ -32,6 +32,10 @@ BENCHMARKS: list[tuple[list[str], list[str]]] = [
     (["overhead.py", "--pin"], ["--rounds", "3"]),
     (["overrides.py"], ["--rounds", "1"]),
     (["gpu_rates.py"], ["--rounds", "3", "--lag-runs", "1"]),
+    (["watch_ratio.py"], ["--rounds", "5"]),
+    (["slots_view.py"], ["--reps", "1"]),
+    (["concurrent_cpu.py"], ["--reps", "1"]),
+    (["costmodel_levels.py"], ["--reps", "1"]),
 ]
 
 
@@ -109,6 +113,31 @@ def table() -> list[str]:
             lag = f"p50 {g[key]['p50_ms']:.0f} / p95 {g[key]['p95_ms']:.0f} ms"
             goal = f"<= {goals[key + '_p95_ms']:.0f} ms (p95)"
             rows.append((f"  {label} (server wrote -> drawn)", lag, goal, ok(met[key])))
+    w = load("watch_ratio")
+    if w:
+        for client, goal in w["goals"].items():
+            f = w["ratio"]["server"][client]
+            figure = f"{f['median']:.3f} [{f['low']:.3f}, {f['high']:.3f}] of curl"
+            call = w["decided"]["server"][client]
+            rows.append((f"watch ratio: server tok/s by {client}", figure, f">= {goal}", call))
+    sv = load("slots_view")
+    if sv and "slots 120x36" in sv["median"]:
+        cpu, goal = sv["median"]["slots 120x36"], sv["goal_percent"]
+        label = f"slots view, {sv['streams']} lanes at {sv['rate']:g} tok/s (CPU)"
+        rows.append((label, f"{cpu:.1f}% of a core", f"<= {goal:g}%", ok(cpu <= goal)))
+    cc = load("concurrent_cpu")
+    for name, ratio in cc.get("ratio", {}).items():
+        if "," in name or ratio is None:
+            continue  # another source tree's (--src: 'before, proxy tui'), or no figure
+        label = f"{name}: CPU {cc['streams']} streams / 1 at the same tok/s"
+        goal = cc["goal_ratio"]
+        rows.append((label, f"{ratio:.3f}", f"<= {goal:g}", ok(ratio <= goal)))
+    cl = load("costmodel_levels")
+    for level, fit in cl.get("levels", {}).items():
+        error = fit["median_abs_error"]
+        goal = f"<= {cl['goal']:.0%} at N = 4" if level == "4" else ""
+        met = ok(error <= cl["goal"]) if level == "4" else ""
+        rows.append((f"cost model at {level} stream(s): median error", f"{error:.1%}", goal, met))
     v = load("overrides")
     for name, verdict in v.get("overrides", {}).items():
         rates = verdict["rates"]
