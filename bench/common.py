@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+T = TypeVar("T")
 
 
 SETUP_HINT = "llama-server and the Gemma 3 270M model: run `make setup` first"
@@ -61,6 +64,15 @@ def run_spectui(*args: str) -> None:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+def round_orders(clients: Sequence[T], rounds: int, seed: int) -> list[list[T]]:
+    """The order of paired clients in each round: a seeded shuffle per round (the same orders
+    every run). Shuffled, not rotated: in a rotation each client always follows the same one,
+    and that neighbour's after-effects bias the pair (`watch_ratio.py` read the client right
+    after a curl at 1.13-1.17 of it)."""
+    rng = random.Random(seed)
+    return [rng.sample(clients, k=len(clients)) for _ in range(rounds)]
 
 
 def write_result(name: str, result: dict[str, Any]) -> Path:

@@ -12,9 +12,10 @@ CPU: a run of N_PREDICT tokens lasts a few tenths of a second, as on a GPU.
   ``curl -sN`` (the plain client), ``spectui stream --url`` (its own process), a ``curl -sN``
   client through ``spectui proxy --format jsonl`` (one proxy for the whole run) and the TUI in a
   real terminal (tmux 120x36, ``spectui --url … --run``). The figure is the server's own
-  ``timings.predicted_per_second``; each round's ratio is client ÷ that round's curl; rounds
-  rotate the order; medians, with the spread of the rounds as the noise. ``curl-again`` (curl
-  once more, paired the same way) is the noise floor: what a client that costs nothing reads.
+  ``timings.predicted_per_second``; each round's ratio is client ÷ that round's curl; each
+  round runs the clients in a shuffled order (seeded); medians, with the spread of the rounds
+  as the noise. ``curl-again`` (curl once more, paired the same way) is the noise floor: what a
+  client that costs nothing reads.
 * **lag**: the TUI in tmux attached through a relay (its own process) that stamps every read
   from the server with CLOCK_MONOTONIC: the time a token's bytes left the server. A token's lag
   = when the token pane first drew it (`tui.PaintLog`, installed in the TUI's process) minus
@@ -45,7 +46,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from common import llama_binary, median, until, write_result
+from common import llama_binary, median, round_orders, until, write_result
 from gpu_rates_tap import Relay, Tmux, lags_ms, process, written_lags, written_times
 from tui import SIZE
 
@@ -67,6 +68,8 @@ CLIENTS = ("curl", "stream", "proxy", "tui", "curl-again")
 """`curl-again` is curl once more: its ratio to curl is the noise floor of a ratio in this run
 (what a client that costs nothing reads as)."""
 WATCHERS = ("stream", "proxy", "tui")
+SEED = 28
+"""The rounds' shuffled orders (`common.round_orders`): the same every run."""
 
 
 def tiny_model(folder: Path) -> Path:
@@ -139,15 +142,15 @@ def spread(values: list[float]) -> dict[str, float]:
 def ratios(
     url: str, proxy: tuple[str, int], tmux: Tmux, folder: Path, rounds: int, n: int
 ) -> dict[str, Any]:
-    """Every client in turn, each round in another order; the server's rate, and each spectui
+    """Every client in turn, each round in a shuffled order; the server's rate, and each spectui
     client's CPU per 1,000 tokens (what it takes from the server on a busy machine)."""
     rates: dict[str, list[float]] = {client: [] for client in CLIENTS}
     cpu: dict[str, list[float]] = {client: [] for client in WATCHERS}
     proxy_url, proxy_pid = proxy
     run_curl(url, folder, n)  # warm-up, not counted
-    for round_ in range(rounds):
-        turn = round_ % len(CLIENTS)
-        order = CLIENTS[turn:] + CLIENTS[:turn]
+    # Shuffled per round, not rotated: in a rotation each client always follows the same one,
+    # whose after-effects biased the pair (watch_ratio.py).
+    for round_, order in enumerate(round_orders(CLIENTS, rounds, SEED)):
         for client in order:
             if client in ("curl", "curl-again"):
                 rates[client].append(run_curl(url, folder, n))

@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import median, write_result
+from common import median, round_orders, write_result
 from gpu_rates import PROMPT, body, server_argv, spectui_argv, tiny_model
 from gpu_rates_tap import Tmux, process
 
@@ -167,11 +167,10 @@ def measure(
 ) -> Any:
     runs: dict[str, dict[str, list[float]]] = {c: {r: [] for r in RATES} for c in CLIENTS}
     run_curl(url, folder, n)  # warm-up, not counted
-    order = random.Random(SEED)
-    for round_ in range(rounds):
-        # Shuffled, not rotated: in a rotation each client always follows the same one (curl
-        # followed curl-again every round), and that neighbour's after-effects biased the pair.
-        for client in order.sample(CLIENTS, k=len(CLIENTS)):
+    # Shuffled, not rotated: in a rotation each client always follows the same one (curl
+    # followed curl-again every round), and that neighbour's after-effects biased the pair.
+    for round_, order in enumerate(round_orders(CLIENTS, rounds, SEED)):
+        for client in order:
             before = cpu_s(server)
             if client in ("curl", "curl-again"):
                 got = run_curl(url, folder, n)
