@@ -39,7 +39,7 @@ pytestmark = pytest.mark.server
 PROMPTS = "builtin:table-row,code-edit"
 """Two prompts whose greedy answers stay identical under every config here (json-rewrite does
 not: draft-simple's batched verification flips a near-tie on this build, and compare says so)."""
-N_PREDICT = 48
+N_PREDICT = 32
 STOP_AFTER = 7
 """Runs done before the simulated interruption (mid-way through the third config's block)."""
 
