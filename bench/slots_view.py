@@ -46,7 +46,7 @@ SLOTS_LINE = "one per concurrent request"
 
 MODES: dict[str, tuple[int, int, bool | None]] = {
     "slots 120x36": (120, 36, True),
-    "traffic 120x36": (120, 36, False),
+    "proxy screen 120x36": (120, 36, False),
     "slots 80x24": (80, 24, True),
     "proxy jsonl": (120, 36, None),
 }
@@ -178,9 +178,9 @@ def main() -> None:
         verdict = "met" if slots <= GOAL else "NOT met"
         line = (f"slots view 120x36, {STREAMS} lanes at {args.rate:g} tok/s: {slots:.1f} % of a "
                 f"core (goal <= {GOAL:g} %: {verdict})")  # fmt: skip
-        if figures.get("traffic 120x36"):
-            result["slots_over_traffic"] = round(slots / figures["traffic 120x36"], 3)
-            line += f"; ÷ proxy screen {result['slots_over_traffic']}"
+        if figures.get("proxy screen 120x36"):
+            result["slots_over_proxy_screen"] = round(slots / figures["proxy screen 120x36"], 3)
+            line += f"; ÷ proxy screen {result['slots_over_proxy_screen']}"
         if "proxy jsonl" in figures:
             result["drawing_percent"] = round(slots - figures["proxy jsonl"], 2)
             line += f"; its drawing (minus the proxy alone) {result['drawing_percent']:.1f} %"
