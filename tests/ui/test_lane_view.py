@@ -1,10 +1,13 @@
 """A slots-view lane's pages (`page_top`): the open line is always shown, a tall lane's page
 stays put while the answer fills it and then moves a page (less `KEEP` lines) at a time, a short
 lane follows its end line by line, an ended answer ends at the bottom. And a lane fed past its
-first page shows its newest tokens (Pilot)."""
+first page shows its newest tokens (Pilot). And a batch after a theme change is shown once, in a
+lane as in the live token pane (both build their wrapped text anew from the model, which then
+holds the batch already)."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from textual.app import App, ComposeResult
@@ -12,6 +15,7 @@ from textual.app import App, ComposeResult
 from spectui.core.events import TokenEvent, TokenOrigin
 from spectui.ui.themes import spec_variable_defaults
 from spectui.ui.widgets.lane_view import KEEP, SHORT, LaneView, page_top
+from spectui.ui.widgets.tokens import TokenView
 
 
 @given(st.integers(0, 500), st.integers(1, 60), st.booleans())
@@ -39,11 +43,15 @@ def token(index: int) -> TokenEvent:
 
 
 class OneLane(App[None]):
+    def __init__(self, kind: type[LaneView | TokenView] = LaneView) -> None:
+        super().__init__()
+        self.kind = kind
+
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return spec_variable_defaults(self.current_theme)
 
     def compose(self) -> ComposeResult:
-        yield LaneView(id="lane")
+        yield self.kind(id="lane")
 
 
 async def test_a_lane_fed_past_its_page_shows_its_newest_tokens() -> None:
@@ -62,10 +70,11 @@ async def test_a_lane_fed_past_its_page_shows_its_newest_tokens() -> None:
         assert "w199" in lane.render_line(last).text
 
 
-async def test_a_batch_after_a_theme_change_is_shown_once() -> None:
-    app = OneLane()
+@pytest.mark.parametrize("kind", [LaneView, TokenView])
+async def test_a_batch_after_a_theme_change_is_shown_once(kind: type[LaneView | TokenView]) -> None:
+    app = OneLane(kind)
     async with app.run_test(size=(30, 12)) as pilot:
-        lane = app.query_one(LaneView)
+        lane = app.query_one(kind)
         lane.add(tuple(token(i) for i in range(5)))
         await pilot.pause()
         lane.notify_style_update()  # (the wrapped text is dropped, to be built anew)
