@@ -35,7 +35,7 @@ from .outside import FAST, ServerWatch, interrupt_after
 pytestmark = pytest.mark.server
 
 
-N_PREDICT = 64
+N_PREDICT = 32
 STOP_AFTER = 5
 """Runs before the simulated interruption (in round 1, mid-way through a config's block)."""
 FLAGS = ["--n-predict", str(N_PREDICT), "--ctx-size", "1024"]
