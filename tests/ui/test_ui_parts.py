@@ -26,7 +26,7 @@ from spectui.core.events import (
 )
 from spectui.ui import format as fmt
 from spectui.ui.apps.live import SpectuiApp
-from spectui.ui.bridge import EventBatcher, pump
+from spectui.ui.bridge import BUSY_BATCH, EventBatcher, pump
 from spectui.ui.messages import (
     MemorySampled,
     MetricsUpdated,
@@ -118,6 +118,47 @@ async def test_pump_flushes_when_the_stream_goes_quiet() -> None:
     assert [t.index for t in posted[0].tokens] == [0]
     release.set()
     assert not await task  # no summary: the caller reports a protocol error
+
+
+async def test_a_busy_read_is_flushed_whole() -> None:
+    """The tokens of one read (queued together, taken without waiting) go out in one batch: a
+    flush on the first busy token left the rest of the read for the next one."""
+    release = asyncio.Event()
+    posted: list[object] = []
+
+    def post(message: object) -> None:
+        posted.append(message)
+        release.set()
+
+    async def events() -> EventStream:
+        for i in range(3 * BUSY_BATCH):
+            yield token(i)
+        await release.wait()
+
+    assert not await pump(events(), post, interval=0.0, quiet_interval=3600.0)
+    assert isinstance(posted[0], TokensArrived)
+    assert [t.index for t in posted[0].tokens] == list(range(3 * BUSY_BATCH))
+
+
+async def test_the_rest_of_a_busy_stream_goes_at_the_fast_interval() -> None:
+    """After a busy batch, a few tokens more wait the fast interval, not the quiet one (which
+    here is an hour: the test would hang)."""
+    posts = asyncio.Queue[object]()
+
+    async def events() -> EventStream:
+        for i in range(BUSY_BATCH):
+            yield token(i)
+        await posts.get()  # the busy batch is out
+        yield token(BUSY_BATCH)
+        await asyncio.Event().wait()  # the stream goes on, slowly
+
+    task = asyncio.create_task(pump(events(), posts.put_nowait, interval=0.0, quiet_interval=3600))
+    second = await asyncio.wait_for(posts.get(), 60)
+    assert isinstance(second, TokensArrived)
+    assert [t.index for t in second.tokens] == [BUSY_BATCH]
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
 
 
 async def test_cancelling_pump_closes_the_stream() -> None:

@@ -132,7 +132,8 @@ async def pump(
     Cancelling the caller (the user pressed stop, or a spec switch needs the server) cancels the
     pending read, which the engine sees as a cancellation inside its iterator, and closes it.
     The iterator runs in the caller's task. The frame rate follows the token rate: a batch goes
-    out after ``quiet_interval``, or after ``interval`` once `BUSY_BATCH` tokens wait.
+    out after ``quiet_interval``, or after ``interval`` once `BUSY_BATCH` tokens wait (and after
+    a busy batch), never in the middle of one read's events.
     """
     batcher = EventBatcher()
     loop = asyncio.get_running_loop()
@@ -140,13 +141,18 @@ async def pump(
     # A quiet stream is flushed by a timer, one per flush period, armed by the first event
     # left pending. (Reading each event in a task of its own, to time out the wait instead,
     # cost a task and two loop turns per token: a third of the app's CPU at 5,000 tokens/s.)
-    timer: asyncio.TimerHandle | None = None
+    timer: asyncio.Handle | None = None
+    timer_at = 0.0
+    # Whether the latest flush was a busy one: the tokens after it go out at the fast interval
+    # too (at the quiet one, a fast stream's remainder waited for the next busy batch).
+    busy = False
 
     def flush() -> None:
-        nonlocal last_flush, timer
+        nonlocal last_flush, timer, busy
         if timer is not None:
             timer.cancel()
             timer = None
+        busy = batcher.waiting_tokens >= BUSY_BATCH
         for message in batcher.flush():
             post(message)
         last_flush = loop.time()
@@ -155,12 +161,20 @@ async def pump(
         async for event in events:
             for message in batcher.add(event):
                 post(message)
-            if batcher.pending:
-                due = interval if batcher.waiting_tokens >= BUSY_BATCH else quiet_interval
-                if loop.time() - last_flush >= due:
-                    flush()
-                elif timer is None:
-                    timer = loop.call_at(last_flush + quiet_interval, flush)
+            if not batcher.pending:
+                continue
+            fast = busy or batcher.waiting_tokens >= BUSY_BATCH
+            due = last_flush + (interval if fast else quiet_interval)
+            if timer is not None and timer_at <= due:
+                continue
+            if timer is not None:  # (armed for the quiet interval; the stream is busy now)
+                timer.cancel()
+            # Soon, not now: the events of one read are all queued already, and the pump takes
+            # them without waiting; flushing on the first busy one left the rest of the read
+            # (most of it, at thousands of tokens a second) for the next flush.
+            now = loop.time()
+            timer_at = max(due, now)
+            timer = loop.call_at(due, flush) if due > now else loop.call_soon(flush)
     finally:
         flush()
         with contextlib.suppress(RuntimeError):  # already running: it is closing itself

@@ -303,12 +303,19 @@ class MetricsPane(Widget):
         if self.current is not None:
             record = self.current.with_status(status)
             self.current = record.with_metrics(metrics) if metrics is not None else record
-            grows = False
-            if metrics is not None and status not in ("failed", "stopped") and self._run_events:
-                self.prediction = hint(self._run_events, None, record.spec_label)
-                grows = self.prediction is not None
-            self._run_events = []
-            self.refresh(layout=grows)
+            events, self._run_events = self._run_events, []
+            self.refresh()
+            if metrics is not None and status not in ("failed", "stopped") and events:
+                # After the frame that draws the run's last tokens: the what-if model takes tens
+                # of ms for a run of a few hundred tokens, and the run's last batch (a fifth of a
+                # fast run) waited for it on the screen.
+                self.call_after_refresh(self._predict, self.current, events)
+
+    def _predict(self, run: RunColumn, events: list[StepEvent | TokenEvent]) -> None:
+        if self.current is run:  # (not when another run began meanwhile)
+            self.prediction = hint(events, None, run.spec_label)
+            if self.prediction is not None:
+                self.refresh(layout=True)
 
     def refresh(
         self,
