@@ -1,4 +1,4 @@
-"""The live screen's footer recomposes only when the keys it shows change (`KeysFooter`)."""
+"""The run screens' footer recomposes only when the keys it shows change (`KeysFooter`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from textual.widgets._footer import FooterKey
 
 from spectui.core.events import ServerState
 from spectui.ui.apps.live import SpectuiApp
-from spectui.ui.screens.main import KeysFooter
+from spectui.ui.widgets.footer import KeysFooter
 
 from .fake_engine import FakeEngine
 from .ui_helpers import main_screen, settle

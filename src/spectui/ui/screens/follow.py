@@ -21,7 +21,7 @@ from textual.events import Resize
 from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Label, Static
+from textual.widgets import Label, Static
 from textual.worker import Worker, WorkerState
 
 from spectui.core.events import ServerState, ServerStateEvent
@@ -33,6 +33,7 @@ from spectui.ui.messages import RunLeft, RunStarted
 from spectui.ui.screens.dialogs import HELP_TEXT, HelpScreen
 from spectui.ui.screens.slots import NO_LANES, slots_screen_for
 from spectui.ui.widgets.charts import ChartsPane
+from spectui.ui.widgets.footer import KeysFooter
 from spectui.ui.widgets.run_view import RUN_SCREEN, RunView
 from spectui.ui.widgets.server import ServerPane
 from spectui.ui.widgets.tokens import AnswerPane
@@ -183,7 +184,7 @@ class FollowScreen(Screen[None]):
         yield FollowBanner(short_path(self.follower.target))
         yield self.server
         yield self.run_view
-        yield Footer()
+        yield KeysFooter()
 
     @property
     def banner(self) -> FollowBanner:

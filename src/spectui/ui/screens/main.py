@@ -24,7 +24,6 @@ from textual.events import Resize
 from textual.message import Message
 from textual.reactive import var
 from textual.screen import Screen
-from textual.widgets import Footer
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from spectui.core.engine.base import Engine
@@ -40,36 +39,13 @@ from spectui.ui.screens.slots import NO_LANES, slots_screen_for
 from spectui.ui.screens.spec_picker import SpecPickerScreen, model_facts
 from spectui.ui.state import UiState
 from spectui.ui.widgets.charts import ChartsPane
+from spectui.ui.widgets.footer import KeysFooter
 from spectui.ui.widgets.metrics import MetricsPane
 from spectui.ui.widgets.run_view import RUN_SCREEN, RunView
 from spectui.ui.widgets.server import ServerPane
 from spectui.ui.widgets.tokens import AnswerPane
 
 BUSY_STATES = (ServerState.STARTING, ServerState.LOADING, ServerState.RESTARTING)
-
-
-class KeysFooter(Footer):
-    """Textual's footer, recomposed only when the keys it would show changed.
-
-    Every bindings signal recomposes the stock footer (its keys unmounted, remounted and styled
-    again, tens of ms on a loaded machine), and a starting app sends several with the same keys
-    (the screen pushed, resumed, focused): a first run, asked for right after the server is
-    ready (``--run``), had its first tokens wait behind them.
-    """
-
-    _composed_for: object = None
-    """The keys the last recompose was asked for (None: none asked yet)."""
-
-    def bindings_changed(self, screen: Screen[object]) -> None:
-        if self.app.app_focus and self.is_attached and screen is self.screen:
-            keys = tuple(
-                (key, bound.binding, bound.enabled, bound.tooltip)
-                for key, bound in screen.active_bindings.items()
-            )
-            if keys == self._composed_for:
-                return
-            self._composed_for = keys
-        super().bindings_changed(screen)
 
 
 class MainScreen(Screen[None]):

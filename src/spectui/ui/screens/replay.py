@@ -15,7 +15,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.screen import Screen
-from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
 from spectui.core.events import ServerState, ServerStateEvent
@@ -26,6 +25,7 @@ from spectui.ui.screens.dialogs import HelpScreen
 from spectui.ui.screens.prompt_picker import PromptChoice
 from spectui.ui.screens.slots import NO_LANES
 from spectui.ui.widgets.charts import ChartsPane
+from spectui.ui.widgets.footer import KeysFooter
 from spectui.ui.widgets.run_view import RUN_SCREEN, RunView
 from spectui.ui.widgets.server import ServerPane
 
@@ -99,7 +99,7 @@ class ReplayScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield self.server
         yield self.run_view
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         if self.app.return_code is not None:
