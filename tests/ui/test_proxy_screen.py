@@ -65,9 +65,14 @@ async def test_rows_newest_first_live_then_done() -> None:
         assert live_gen not in ("–", "0")
         feed(second, "chat-ngram-simple.sse")
         finish(hub, clocks, second)
-        await pilot.pause(0.6)
+        pane = app.screen_proxy.query_one("#proxy-aggregate", Static)
+        await settle(
+            pilot,
+            lambda: table.get_row_at(0)[STATUS] == "done" and "2 req" in str(pane.render()),
+            "the second request done in the table and the aggregate",
+        )
         assert table.get_row_at(0)[STATUS] == "done"
-        aggregate = str(app.screen_proxy.query_one("#proxy-aggregate", Static).render())
+        aggregate = str(pane.render())
         assert "last 50: 2 req" in aggregate
 
 
@@ -82,8 +87,8 @@ async def test_columns_fit_their_numbers_and_a_non_streamed_request_has_its_rate
         clocks.t += 2.0
         totals = ResponseTotals(tokens=96, timings={"predicted_per_second": 48.25})
         hub.finish(plain, status=RequestStatus.DONE, http_status=200, totals=totals)
-        await pilot.pause(0.4)
         table = table_of(app)
+        await settle(pilot, lambda: table.row_count == 1, "the request's row")
         row = table.get_row_at(0)
         assert row[1] == "v1/completions" and row[2] == "96" and row[3] == "48.2"
         screen = app.screen_proxy
@@ -93,12 +98,12 @@ async def test_columns_fit_their_numbers_and_a_non_streamed_request_has_its_rate
         metrics = RunMetrics(tokens=338, steps=14, drafted=400, accepted=324)
         shown = row_cells(plain, record.model_copy(update={"metrics": metrics}), None)
         screen._update_row(plain, shown)
-        await pilot.pause(0.2)
+        await pilot.pause()
         assert table.get_row_at(0)[5] == "24.14"
         assert length.content_width >= len("24.14")
         # Narrower values later leave the column as wide (rows do not jump).
         screen._update_row(plain, row_cells(plain, record, None))
-        await pilot.pause(0.2)
+        await pilot.pause()
         assert table.get_row_at(0)[5] == "–"
         assert length.content_width >= len("24.14")
 
@@ -110,11 +115,11 @@ async def test_requests_age_out_of_the_minutes_window_while_quiet() -> None:
         request = begin(hub)
         feed(request, "completion-ngram-simple-2.sse")
         finish(hub, clocks, request)
-        await pilot.pause(0.6)
         pane = app.screen_proxy.query_one("#proxy-aggregate", Static)
+        await settle(pilot, lambda: "last 5 min: 1 req" in str(pane.render()), "one request")
         assert "last 5 min: 1 req" in str(pane.render())
         clocks.t += 6 * 60  # six quiet minutes on the hub's clocks: nothing ends meanwhile
-        await pilot.pause(0.6)
+        await settle(pilot, lambda: "last 5 min: 0 req" in str(pane.render()), "it aged out")
         assert "last 5 min: 0 req" in str(pane.render())
         assert "last 50: 1 req" in str(pane.render())
 
@@ -125,9 +130,16 @@ async def test_enter_opens_the_tokens_live_and_done() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         live = begin(hub)
         feed(live, "completion-ngram-simple-2.sse", upto=40)
-        await pilot.pause(0.3)
+        await settle(pilot, lambda: table_of(app).row_count == 1, "the live request's row")
         await pilot.press("enter")
-        await pilot.pause(0.3)
+        await settle(
+            pilot,
+            lambda: (
+                isinstance(app.screen, ProxyRequestScreen)
+                and len(app.screen.query_one(TokenView).model.tokens) > 0
+            ),
+            "the request's tokens so far",
+        )
         screen = app.screen
         assert isinstance(screen, ProxyRequestScreen)
         view = screen.query_one(TokenView)
@@ -135,7 +147,7 @@ async def test_enter_opens_the_tokens_live_and_done() -> None:
         assert shown > 0  # live: what has streamed so far
         feed(live, "completion-ngram-simple-2.sse")
         finish(hub, clocks, live)
-        await pilot.pause(0.4)
+        await settle(pilot, lambda: len(view.model.tokens) == 120, "every token")
         assert len(view.model.tokens) == 120 > shown
         assert view.model.draft_count == 46
         await pilot.press("escape")
@@ -150,7 +162,7 @@ async def test_table_and_events_stay_bounded() -> None:
             live = begin(hub)
             feed(live, "completion-ngram-simple-2.sse", upto=5)
             finish(hub, clocks, live, seconds=0.1)
-        await pilot.pause(0.5)
+        await settle(pilot, lambda: table_of(app).row_count == MAX_ROWS, "a full table")
         assert table_of(app).row_count == MAX_ROWS
         screen = app.screen_proxy
         kept = [live for live in screen.rows.values() if live.events]
@@ -164,9 +176,13 @@ async def test_failed_request_and_status_line() -> None:
         live = begin(hub, streamed=False)
         hub.finish(live, status=RequestStatus.ERROR, http_status=401, error="Invalid API Key")
         app.screen_proxy.post_message(ProxyScreen.StatusChanged("failed: boom", failed=True))
-        await pilot.pause(0.3)
-        assert table_of(app).get_row_at(0)[STATUS] == "error 401"
         status = app.screen_proxy.query_one("#proxy-status", Static)
+        await settle(
+            pilot,
+            lambda: table_of(app).row_count == 1 and status.has_class("-failed"),
+            "the failed row and status",
+        )
+        assert table_of(app).get_row_at(0)[STATUS] == "error 401"
         assert status.has_class("-failed")
 
 
@@ -187,7 +203,21 @@ async def _three_requests(pilot: Pilot[None]) -> None:
     app.screen_proxy.post_message(
         ProxyScreen.StatusChanged("proxy http://127.0.0.1:8081 → http://127.0.0.1:8080")
     )
-    await pilot.pause(0.8)
+    table = table_of(app)
+    aggregate = app.screen_proxy.query_one("#proxy-aggregate", Static)
+    status = app.screen_proxy.query_one("#proxy-status", Static)
+    # (live rows refresh once a second, the aggregate twice: wait for what the picture shows,
+    # not a fixed time, which a busy machine outlasts)
+    await settle(
+        pilot,
+        lambda: (
+            table.row_count == 3
+            and table.get_row_at(0)[2] not in ("–", "0")
+            and "2 req" in str(aggregate.render())
+            and "8081" in str(status.render())
+        ),
+        "three rows, the live one's numbers, the aggregate and the status",
+    )
 
 
 @pytest.mark.parametrize("theme", SHIPPED_THEMES)
@@ -200,7 +230,15 @@ def test_proxy_snapshot(snap_compare: SnapCompare, theme: str) -> None:
 async def _open_second(pilot: Pilot[None]) -> None:
     await _three_requests(pilot)
     await pilot.press("down", "enter")
-    await pilot.pause(0.5)
+    app = pilot.app
+    await settle(
+        pilot,
+        lambda: (
+            isinstance(app.screen, ProxyRequestScreen)
+            and len(app.screen.query_one(TokenView).model.tokens) > 0
+        ),
+        "the second request's tokens",
+    )
 
 
 def test_request_screen_snapshot(snap_compare: SnapCompare) -> None:
