@@ -43,7 +43,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         "--config", "none", "--config", "draft-simple --spec-draft-n-max 4",
         "--prompts", "builtin:table-row", "--reps", "1", "--n-predict", "32",
         "--ctx-size", "1024", "--json", str(out), "--record", str(sessions), "--no-chart",
-        "--", "--no-warmup",
+        # (a module fixture runs before the per-test one-thread setting: say it here)
+        "--", "--no-warmup", "--threads", "1",
         timeout=1200,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
