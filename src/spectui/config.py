@@ -20,6 +20,7 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+from pydantic_settings import SettingsError as SourceError
 
 from spectui.core.errors import SpectuiError
 from spectui.core.llama.client import normalize_url
@@ -165,6 +166,9 @@ def load_settings(**overrides: Any) -> Settings:
         raise SettingsError(f"settings file {path} is not valid TOML: {error}") from None
     except OSError as error:
         raise SettingsError(f"cannot read settings file {path}: {error.strerror}") from None
+    except SourceError as error:
+        # (a SPECTUI_* variable that is not even parseable, e.g. an empty list-valued one)
+        raise SettingsError(f"invalid setting (from {path} or SPECTUI_*): {error}") from None
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "?"

@@ -171,3 +171,12 @@ def test_secret_values_of_the_server_arguments_are_masked_in_sessions() -> None:
 
     settings = Settings(server_args=["-hft", "hf_a", "--api-key=k2", "-mu", "https://u:p@h/m"])
     assert set(secrets_of(settings)) == {"hf_a", "k2", "u:p"}
+
+
+def test_an_unparseable_setting_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    # (pydantic-settings cannot even parse an empty list-valued variable: its own error type,
+    # which reached the CLI as "unexpected error" with a crash file)
+    monkeypatch.setenv("SPECTUI_SERVER_ARGS", "")
+    with pytest.raises(SettingsError, match="server_args") as caught:
+        load_settings()
+    assert "\n" not in str(caught.value)
