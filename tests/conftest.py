@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import psutil
 import pytest
 
-from integration.outside import ONE_THREAD
+from helpers.servers import ONE_THREAD
 from spectui.core.llama.binary import Capabilities, probe_capabilities
 from spectui.core.overrides import STOCK_ENV, stock_forced
 

@@ -14,16 +14,12 @@ from pathlib import Path
 import httpx
 import psutil
 
+from helpers.servers import ONE_THREAD
 from helpers.wait import wait_until
 from spectui.core.compare.runner import RunFinished
 from spectui.core.engine.base import Engine
 from spectui.core.llama.procs import die_with_parent
 from spectui.core.llama.server import free_port
-
-ONE_THREAD = ("--threads", "1")
-"""Every test server computes on one thread. ggml's threads meet at a barrier after each op, so
-two of them on a machine with a core kept busy by something else wait on the scheduler at every
-op (seen: ~80x slower, tests at their hang guard); one thread only runs slower in proportion."""
 
 FAST = ("--no-warmup", *ONE_THREAD)
 """The tests need a server, not a fast one: skip the warm-up run, one thread (`ONE_THREAD`)."""

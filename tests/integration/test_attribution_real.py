@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
+from helpers.servers import ONE_THREAD
 from spectui.app_setup import build_engine
 from spectui.config import Settings
 from spectui.core.engine.live import LiveEngine
@@ -24,8 +25,6 @@ from spectui.core.events import (
 from spectui.core.llama.protocol import ServerMetrics
 from spectui.core.prompts import builtin_prompt
 from spectui.core.request import GenerationRequest
-
-from .outside import ONE_THREAD
 
 pytestmark = pytest.mark.server
 

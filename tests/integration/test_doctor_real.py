@@ -119,7 +119,7 @@ def test_try_with_an_eagle3_drafter(tiny_models: TinyModels) -> None:
 def test_a_type_that_hangs_is_stopped_and_reported(tmp_path: Path) -> None:
     """A llama-server that never becomes ready: each type counts as hung once the guard runs
     out (a guard, not a speed limit: this server never answers), and none is left behind."""
-    from unit.gguf_files import target
+    from helpers.gguf_files import target
 
     help_text = Path(__file__).parent.parent / "fixtures" / "help.txt"
     fake = tmp_path / "llama-server"

@@ -30,8 +30,8 @@ import aiohttp
 import psutil
 import pytest
 
+from helpers.engines import record_capture
 from helpers.wait import await_async, await_until, wait_until
-from unit.sessions import record_capture
 
 pytestmark = pytest.mark.browser
 

@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
+from helpers.engines import FakeEngine
 from spectui.config import Settings
 from spectui.ui.apps.live import SpectuiApp
-
-from .fake_engine import FakeEngine
 
 
 @pytest.fixture(autouse=True)

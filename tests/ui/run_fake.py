@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: `ui` as pytest sees it
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: `helpers` as pytest sees it
 
+from helpers.engines import FakeEngine
 from spectui.config import Settings
 from spectui.ui.apps.live import run_no_model, run_tui
-from ui.fake_engine import FakeEngine
 
 
 def main() -> int:

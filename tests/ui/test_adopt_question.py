@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from helpers.engines import FakeEngine
 from spectui.core.engine.base import ServerInfo
 from spectui.core.events import ServerState
 from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.screens.dialogs import ConfirmScreen
 
-from .fake_engine import FakeEngine
 from .ui_helpers import main_screen, settle
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from textual.pilot import Pilot
 from textual.widgets import Static
 
+from helpers.engines import FakeEngine
 from spectui.config import Settings
 from spectui.core.compare.models import CompareJob, ComparePlan, ComparePrompt
 from spectui.core.compare.records import RunRecord
@@ -18,7 +19,6 @@ from spectui.ui.apps.compare import CompareApp
 from spectui.ui.screens.compare import CompareScreen
 
 from .fake_compare import ANSWER, FakeCompareRunner, _config
-from .fake_engine import FakeEngine
 from .ui_helpers import settle
 
 SnapCompare = Callable[..., bool]

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 from textual.widgets import DataTable, Static
 
+from helpers.engines import FakeEngine
 from spectui.config import Settings
 from spectui.core.compare.models import CompareConfig, ComparePlan, ComparePrompt
 from spectui.core.compare.records import RunRecord
@@ -18,7 +19,6 @@ from spectui.core.llama.specconfig import SpecConfig
 from spectui.ui.apps.compare import CompareApp
 from spectui.ui.screens.compare import CompareScreen
 
-from .fake_engine import FakeEngine
 from .ui_helpers import settle
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

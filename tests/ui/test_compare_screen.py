@@ -6,13 +6,13 @@ from __future__ import annotations
 from textual.message import Message
 from textual.widgets import Label, Static
 
+from helpers.engines import FakeEngine
 from spectui.config import Settings
 from spectui.ui.apps.compare import CompareApp
 from spectui.ui.screens.compare import CompareProgressed, CompareScreen
 from spectui.ui.screens.compare_responses import ResponsesScreen
 
 from .fake_compare import FakeCompareRunner
-from .fake_engine import FakeEngine
 from .ui_helpers import settle
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from textual.containers import Horizontal
 from textual.widgets import Static
 
+from helpers.engines import FakeEngine
 from spectui.config import Settings
 from spectui.core.compare.textdiff import Divergence, TokenProb
 from spectui.ui.apps.compare import CompareApp
@@ -13,7 +14,6 @@ from spectui.ui.screens.compare import CompareScreen
 from spectui.ui.screens.compare_responses import ResponsesScreen, evidence_line
 
 from .fake_compare import ANSWER, OTHER, FakeCompareRunner
-from .fake_engine import FakeEngine
 from .ui_helpers import settle
 
 

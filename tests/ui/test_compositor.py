@@ -11,12 +11,12 @@ import pyte
 import pytest
 from textual._compositor import Compositor, CompositorUpdate
 
+from helpers.engines import FakeEngine
 from spectui.config import Settings
 from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.compositor import lean_compositor_enabled
 from spectui.ui.lean_compositor import LeanCompositor
 
-from .fake_engine import FakeEngine
 from .ui_helpers import main_screen, settle
 
 SIZE = (100, 30)

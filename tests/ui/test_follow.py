@@ -1,6 +1,6 @@
 """Pilot tests of `spectui follow`: the live TUI drawn from session files while they are written.
 
-Session files are recorded from real captures through the real client code (`unit.sessions`),
+Session files are recorded from real captures through the real client code (`helpers.engines`),
 then copied line by line into the followed folder as a presenter would write them, so every
 state is reached by writing, and every check waits for the state it names (never a duration).
 """
@@ -15,6 +15,8 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Static
 
+from helpers.engines import CaptureEngine, record_capture
+from helpers.sse import FIXTURES
 from helpers.wait import await_until
 from spectui.app_setup import recorder
 from spectui.cli import main
@@ -34,8 +36,6 @@ from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.screens.follow import FollowScreen
 from spectui.ui.widgets.metrics import MetricsPane
 from spectui.ui.widgets.tokens import TokenView
-from unit.sessions import CaptureEngine, record_capture
-from unit.sse import FIXTURES
 
 SIZE = (120, 36)
 

@@ -19,6 +19,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Sparkline
 
+from helpers.engines import PASSAGE, FakeEngine, split_tokens
 from spectui.config import Settings
 from spectui.core.events import (
     DrafterStats,
@@ -40,7 +41,6 @@ from spectui.ui.widgets.charts import from_zero
 from spectui.ui.widgets.metrics import MetricsPane
 from spectui.ui.widgets.tokens import TokenView
 
-from .fake_engine import PASSAGE, FakeEngine, split_tokens
 from .ui_helpers import main_screen, settle
 
 SnapCompare = Callable[..., bool]
@@ -175,7 +175,7 @@ def unsplit() -> Plan:
 
 
 @dataclass
-class ScriptedEngine(FakeEngine):
+class PlannedEngine(FakeEngine):
     """The fake engine, each run taken from `plans` in turn (the last one repeats)."""
 
     plans: list[Plan] = field(default_factory=list)
@@ -241,7 +241,7 @@ async def _run_then_chain(pilot: Pilot[None]) -> None:
 
 
 def _app(spec: SpecConfig, *plans: Plan) -> SpectuiApp:
-    engine = ScriptedEngine(spec=spec, plans=list(plans))
+    engine = PlannedEngine(spec=spec, plans=list(plans))
     return SpectuiApp(engine, Settings(), autorun=True)
 
 

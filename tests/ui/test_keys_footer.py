@@ -7,11 +7,11 @@ from collections.abc import Callable
 import pytest
 from textual.widgets._footer import FooterKey
 
+from helpers.engines import FakeEngine
 from spectui.core.events import ServerState
 from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.widgets.footer import KeysFooter
 
-from .fake_engine import FakeEngine
 from .ui_helpers import main_screen, settle
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.engines import FakeEngine
 from spectui.app_setup import recorder
 from spectui.config import Settings
 from spectui.core.events import MemoryEvent
@@ -16,7 +17,6 @@ from spectui.ui.apps.base import GC_YOUNG_THRESHOLD
 from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.widgets.charts import REDRAW_INTERVAL_S
 
-from .fake_engine import FakeEngine
 from .ui_helpers import main_screen, settle
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from textual.widgets import Static
 
+from helpers.engines import FakeEngine
 from spectui.app_setup import recorder
 from spectui.config import Settings
 from spectui.core.events import ServerState, TokenEvent
@@ -23,7 +24,6 @@ from spectui.ui.widgets.metrics import MetricsPane
 from spectui.ui.widgets.recording import RecordingIndicator
 from spectui.ui.widgets.tokens import TokenView
 
-from .fake_engine import FakeEngine
 from .ui_helpers import main_screen, replay_screen, settle
 
 REQUEST = GenerationRequest(prompt="Repeat the table and add a row.", n_predict=60)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from helpers.engines import FakeEngine, FakeSetup, ScriptedEngine
 from spectui.app_setup import build_engine, compare_setup
 from spectui.cli import build_parser, main, settings_from, split_extra
 from spectui.config import Settings
@@ -20,9 +21,6 @@ from spectui.core.prompts import builtin_prompt
 from spectui.core.request import Delivery, GenerationRequest, Sampling
 from spectui.core.stream import DEFAULT_STALL_TIMEOUT_S
 from spectui.ui.apps.live import SpectuiApp
-from unit.compare_helpers import FakeSetup, ScriptedEngine
-
-from .fake_engine import FakeEngine
 
 # Every generation setting (Sampling, Delivery, the stall timeout) away from its default.
 FLAGS = [

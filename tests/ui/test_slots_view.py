@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from textual.pilot import Pilot
 
+from helpers.engines import FakeEngine
 from spectui.config import Settings
 from spectui.core.compare.models import CompareJob
 from spectui.core.compare.progress import RunFinished, RunStarting
@@ -34,7 +35,6 @@ from spectui.ui.screens.proxy import ProxyScreen
 from spectui.ui.screens.slots import SlotsScreen
 from spectui.ui.widgets.slots import SlotsGrid
 
-from .fake_engine import FakeEngine
 from .proxy_screen_helpers import START, FakeClocks, begin, feed, finish, make_hub
 
 SnapCompare = Callable[..., bool]

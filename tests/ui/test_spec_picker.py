@@ -8,13 +8,13 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Label, OptionList
 
+from helpers.engines import SPEC_TYPES, FakeEngine
 from spectui.core.events import ServerState
 from spectui.core.llama.gguf_meta import GgufFacts
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.screens.spec_picker import SpecPickerScreen
 
-from .fake_engine import SPEC_TYPES, FakeEngine
 from .ui_helpers import main_screen, settle
 
 MakeApp = Callable[..., SpectuiApp]

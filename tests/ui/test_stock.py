@@ -9,13 +9,13 @@ import pytest
 from rich.style import Style
 from textual._compositor import Compositor
 
+from helpers.engines import FakeEngine
 from spectui.config import Settings
 from spectui.core import overrides
 from spectui.core.overrides import STOCK_ENV
 from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.lean_compositor import LeanCompositor
 
-from .fake_engine import FakeEngine
 from .ui_helpers import main_screen, settle
 
 SIZE = (100, 30)

@@ -11,6 +11,7 @@ from textual.message import Message
 from textual.pilot import Pilot
 from textual.widgets import Input, Label, Log
 
+from helpers.engines import FakeEngine
 from spectui.config import Settings
 from spectui.core.events import ServerState, TokenEvent, TokenOrigin
 from spectui.core.llama.specconfig import SpecConfig
@@ -21,7 +22,6 @@ from spectui.ui.screens.spec_picker import SpecPickerScreen
 from spectui.ui.widgets.token_model import MAX_TOKENS
 from spectui.ui.widgets.tokens import SCROLL_STEPS, TokenView
 
-from .fake_engine import FakeEngine
 from .ui_helpers import main_screen, settle
 
 MakeApp = Callable[..., SpectuiApp]

@@ -12,6 +12,7 @@ import pytest
 from textual.color import Color
 from textual.strip import Strip
 
+from helpers.engines import FakeEngine
 from spectui.config import Settings
 from spectui.core.events import (
     EventStream,
@@ -45,8 +46,6 @@ from spectui.ui.themes import (
 )
 from spectui.ui.widgets.metrics import MetricsPane, RunColumn
 from spectui.ui.widgets.token_model import TokenLog
-
-from .fake_engine import FakeEngine
 
 
 def token(index: int, origin: TokenOrigin = TokenOrigin.TARGET, rejected: int = 0) -> TokenEvent:

@@ -12,12 +12,12 @@ from collections.abc import Callable
 import pytest
 from textual.pilot import Pilot
 
+from helpers.engines import FakeEngine
 from spectui.config import Settings
 from spectui.core.events import ServerState
 from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.themes import SHIPPED_THEMES
 
-from .fake_engine import FakeEngine
 from .ui_helpers import main_screen, settle
 
 SnapCompare = Callable[..., bool]

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.sse import FIXTURES, sse_payloads
 from spectui.core.events import (
     EngineEvent,
     RunMetrics,
@@ -32,8 +33,6 @@ from spectui.core.stream.attribution import Attributor, ChunkCounters
 from spectui.core.stream.dialects import EndpointKind
 from spectui.core.stream.metrics import MetricsTracker
 from spectui.core.stream.run import ChunkProcessor
-
-from .sse import FIXTURES, sse_payloads
 
 
 def completion(text: str, n: int, drafted: int = 0, accepted: int = 0) -> str:

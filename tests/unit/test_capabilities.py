@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helpers.engines import CaptureEngine, record_capture
 from spectui.core.sessions.file import read_session
 from spectui.core.sessions.follow import FollowEngine
 from spectui.core.sessions.recording import RecordingEngine
 from spectui.core.sessions.replay import ReplayClock, ReplayEngine
 from spectui.core.sessions.tail import SessionFollower
-
-from .sessions import CaptureEngine, record_capture
 
 
 def test_a_recording_engine_controls_its_server_and_records(tmp_path: Path) -> None:

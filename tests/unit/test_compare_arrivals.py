@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from helpers.engines import FakeSetup, ScriptedEngine
 from spectui.cli import main
 from spectui.commands import compare as compare_command
 from spectui.config import Settings
@@ -31,7 +32,7 @@ from spectui.core.content import ContentClass
 from spectui.core.events import EventStream
 from spectui.core.request import GenerationRequest
 
-from .compare_helpers import FakeSetup, ScriptedEngine, compare_options, document, plan, record
+from .compare_helpers import compare_options, document, plan, record
 
 
 def workload(folder: Path, arrivals: list[float | None]) -> Path:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from helpers.engines import FakeSetup
 from spectui.commands import compare as compare_command
 from spectui.config import Settings
 from spectui.core.compare.checkers import Checker, find_json, run_checker
@@ -18,7 +19,7 @@ from spectui.core.compare.prompt_files import PromptFileError, load_prompts
 from spectui.core.compare.store import CompareDocument, dump_document, load_document, write_atomic
 from spectui.core.compare.textdiff import first_divergence, token_ends
 
-from .compare_helpers import FakeSetup, compare_options, document, plan
+from .compare_helpers import compare_options, document, plan
 
 # --- diff ---------------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from helpers.engines import FakeSetup, ScriptedEngine, words
 from spectui.cli import main
 from spectui.commands import compare as compare_command
 from spectui.config import Settings
@@ -48,7 +49,7 @@ from spectui.core.events import (
 from spectui.core.llama.binary import BinaryChoice
 from spectui.core.request import GenerationRequest
 
-from .compare_helpers import FakeSetup, ScriptedEngine, compare_options, document, plan, words
+from .compare_helpers import compare_options, document, plan
 
 ROOT = Path(__file__).parent.parent.parent
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

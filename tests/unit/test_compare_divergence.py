@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helpers.engines import ScriptedEngine
 from spectui.core.compare.divergence import ProbeRequest
 from spectui.core.compare.runner import CompareRunner, ServerStatus
 from spectui.core.compare.store import load_document
 
-from .compare_helpers import BASELINE, CHANGED, FakeProber, ScriptedEngine, document, plan
+from .compare_helpers import BASELINE, CHANGED, FakeProber, document, plan
 
 
 async def _run(runner: CompareRunner) -> list[object]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.engines import ScriptedEngine
 from spectui.core.compare.checkers import Checker
 from spectui.core.compare.export import CSV_FIELDS, to_csv, to_markdown
 from spectui.core.compare.runner import (
@@ -30,7 +31,7 @@ from spectui.core.compare.store import (
     write_atomic,
 )
 
-from .compare_helpers import ScriptedEngine, document, plan
+from .compare_helpers import document, plan
 
 ISSUE_RUN_FIELDS = {
     "config",

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.engines import FakeSetup
 from spectui.core.compare.store import (
     CompareDocument,
     ResultFileError,
@@ -15,7 +16,7 @@ from spectui.core.compare.store import (
     write_atomic,
 )
 
-from .compare_helpers import FakeSetup, plan
+from .compare_helpers import plan
 
 SECRET_ARGS = ["--hf-token", "hf_SECRET1", "--api-key=SECRET2", "--threads", "2"]
 

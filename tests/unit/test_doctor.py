@@ -109,7 +109,7 @@ def test_report_round_trips_as_json() -> None:
 
 
 def test_types_a_gemma_model_cannot_run_are_not_offered(fake_server: Path, tmp_path: Path) -> None:
-    from .gguf_files import target
+    from helpers.gguf_files import target
 
     model = target(tmp_path / "gemma.gguf", "gemma3")
     report = doctor_report(fake_server, cache_folder=tmp_path / "cache", model=model)
@@ -125,7 +125,7 @@ def test_types_a_gemma_model_cannot_run_are_not_offered(fake_server: Path, tmp_p
 
 
 def test_an_mtp_model_and_an_eagle3_drafter(fake_server: Path, tmp_path: Path) -> None:
-    from .gguf_files import eagle3, target
+    from helpers.gguf_files import eagle3, target
 
     model = target(tmp_path / "qwen.gguf", "qwen35", mtp_layers=1)
     drafter = eagle3(tmp_path / "eagle.gguf")
@@ -170,11 +170,10 @@ def test_the_server_reason_is_picked_from_its_log() -> None:
 
 
 def test_the_try_plan_leaves_out_what_cannot_apply(fake_server: Path, tmp_path: Path) -> None:
+    from helpers.gguf_files import target
     from spectui.core.engine.trial import planned_types
     from spectui.core.llama.binary import probe_capabilities
     from spectui.core.llama.gguf_meta import gguf_facts
-
-    from .gguf_files import target
 
     caps = probe_capabilities(fake_server, tmp_path / "cache")
     gemma = gguf_facts(target(tmp_path / "gemma.gguf", "gemma3"))
@@ -223,7 +222,7 @@ def test_try_lines_say_what_each_type_did() -> None:
 def test_the_configured_spec_type_is_checked_against_the_model(
     fake_server: Path, tmp_path: Path
 ) -> None:
-    from .gguf_files import target
+    from helpers.gguf_files import target
 
     model = target(tmp_path / "gemma.gguf", "gemma3")
     report = doctor_report(

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.style import Style
 
+from helpers.engines import record_capture
 from spectui.cli import main
 from spectui.commands.stream import summary_line
 from spectui.config import Settings
@@ -32,8 +33,6 @@ from spectui.ui.export.transcript import Transcript
 from spectui.ui.themes import discover_themes, shipped_theme_dir
 from spectui.ui.widgets.drafters import DRAFTER_MARKS, UNKNOWN_MARK
 from spectui.ui.widgets.token_looks import TokenLegend, token_styles
-
-from .sessions import record_capture
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDINGS = ROOT / "docs" / "recordings"

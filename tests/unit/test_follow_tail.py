@@ -9,14 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.engines import record_capture
 from spectui.core.sessions.tail import (
     FollowState,
     LineTail,
     SessionFollower,
     looks_like_session,
 )
-
-from .sessions import record_capture
 
 
 @settings(max_examples=60, deadline=None)

@@ -15,13 +15,13 @@ from collections.abc import AsyncIterator, Sequence
 import httpx
 import pytest
 
+from helpers.sse import sse_payloads
 from spectui.core.events import SummaryEvent, TokenEvent
 from spectui.core.llama.transport import AsyncioStream, AsyncioTransport
 from spectui.core.request import GenerationRequest
 from spectui.core.stream.run import ChunkProcessor, StreamRun
 
 from .socket_server import CHUNKED_HEAD, chunk, request_head, serve
-from .sse import sse_payloads
 
 CAPTURE = "completion-ngram-simple.sse"
 

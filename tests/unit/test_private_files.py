@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.engines import REQUEST, CaptureEngine
 from spectui.core.engine.base import ServerInfo
 from spectui.core.files import (
     UnsafeFileError,
@@ -24,8 +25,6 @@ from spectui.core.proxy.record import WORKLOAD, RecordError, WorkloadRecorder, p
 from spectui.core.request import GenerationRequest
 from spectui.core.sessions.file import SessionError, SessionWriter
 from spectui.core.sessions.recording import RecordingEngine, header_for
-
-from .sessions import REQUEST, CaptureEngine
 
 INFO = ServerInfo(mode="attached", url="http://127.0.0.1:8080")
 

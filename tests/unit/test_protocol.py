@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
+from helpers.sse import FIXTURES
 from spectui.core.llama.protocol import ErrorBody, Props, ServerMetrics, Slot
-
-from .sse import FIXTURES
 
 
 def test_metrics_histogram_and_counters() -> None:

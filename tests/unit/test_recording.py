@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.engines import REQUEST, CaptureEngine, record_capture
 from spectui.app_setup import launch_flags, recorder, recorder_for
 from spectui.config import Settings
 from spectui.core.events import (
@@ -31,8 +32,6 @@ from spectui.core.sessions.recording import (
     recorded,
     recording_notes,
 )
-
-from .sessions import REQUEST, CaptureEngine, record_capture
 
 
 async def test_recording_passes_every_event_through_and_writes_it(tmp_path: Path) -> None:

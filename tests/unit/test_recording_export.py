@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from helpers.engines import record_capture
 from spectui.cli import main
 from spectui.commands.stream import summary_record
 from spectui.core.events import TokenEvent
 from spectui.core.sessions.file import read_session
-
-from .sessions import record_capture
 
 ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 MARK = re.compile("✗[⁰¹²³⁴⁵⁶⁷⁸⁹]+")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.engines import REQUEST, CaptureEngine, record_capture
 from spectui.core.events import (
     EngineEvent,
     ErrorEvent,
@@ -22,8 +23,6 @@ from spectui.core.events import (
 from spectui.core.sessions.file import Session, read_session
 from spectui.core.sessions.recording import header_for
 from spectui.core.sessions.replay import INCOMPLETE, ReplayClock, ReplayEngine, recompute
-
-from .sessions import REQUEST, CaptureEngine, record_capture
 
 
 @pytest.mark.parametrize("capture", ["completion-ngram-simple.sse", "chat-ngram-simple.sse"])

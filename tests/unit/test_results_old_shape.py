@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from helpers.engines import ScriptedEngine
 from spectui.core.compare.models import ComparePlan
 from spectui.core.compare.runner import CompareRunner, RunFinished
 from spectui.core.compare.store import CompareDocument, load_document
@@ -15,7 +16,7 @@ from spectui.core.request import Delivery, GenerationRequest, Sampling
 from spectui.core.tune.models import TuneDocument
 from spectui.core.tune.runner import new_document
 
-from .compare_helpers import ScriptedEngine, document, plan
+from .compare_helpers import document, plan
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helpers.engines import record_capture
 from spectui.core.events import SummaryEvent, TokenEvent
 from spectui.core.sessions.lanes import RecentSessions
-
-from .sessions import record_capture
 
 
 class Clock:

@@ -299,9 +299,8 @@ def test_synthetic_acceptance_is_labelled_and_passed_through(caps: Capabilities)
 
 
 def test_header_facts_of_targets_and_drafters(tmp_path: Path) -> None:
+    from helpers.gguf_files import dflash, eagle3, target
     from spectui.core.llama.gguf_meta import gguf_facts
-
-    from .gguf_files import dflash, eagle3, target
 
     qwen = gguf_facts(target(tmp_path / "q.gguf", "qwen35", mtp_layers=1))
     assert (qwen.architecture, qwen.mtp_layers, qwen.nextn_tensors) == ("qwen35", 1, True)
@@ -353,10 +352,9 @@ def test_each_types_needs_from_the_headers(
     drafter: str | None,
     reason: str | None,
 ) -> None:
+    from helpers.gguf_files import dflash, eagle3, target
     from spectui.core.llama.gguf_meta import gguf_facts
     from spectui.core.llama.spectypes import type_reason
-
-    from .gguf_files import dflash, eagle3, target
 
     facts = gguf_facts(target(tmp_path / "t.gguf", target_arch, mtp))
     draft_path = tmp_path / "d.gguf"
@@ -400,7 +398,7 @@ def test_chains_that_cannot_run_together(types: tuple[str, ...], reason: str | N
 def test_validation_reads_the_target_and_the_draft_model(
     caps: Capabilities, tmp_path: Path
 ) -> None:
-    from .gguf_files import dflash, eagle3, target
+    from helpers.gguf_files import dflash, eagle3, target
 
     gemma = target(tmp_path / "gemma.gguf", "gemma3")
     qwen = target(tmp_path / "qwen.gguf", "qwen35", mtp_layers=1)

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from helpers.sse import FIXTURES
 from spectui.core.events import (
     EngineEvent,
     ErrorEvent,
@@ -17,8 +18,6 @@ from spectui.core.events import (
 )
 from spectui.core.request import GenerationRequest
 from spectui.core.stream.run import StreamRun
-
-from .sse import FIXTURES
 
 BASE = "http://127.0.0.1:9"
 

@@ -8,11 +8,10 @@ from collections.abc import AsyncIterator
 
 import httpx
 
+from helpers.sse import FIXTURES
 from spectui.core.events import ErrorEvent, SummaryEvent, TokenEvent
 from spectui.core.request import GenerationRequest
 from spectui.core.stream.run import StreamRun
-
-from .sse import FIXTURES
 
 BASE = "http://127.0.0.1:9"
 STALL_S = 1.5

@@ -6,11 +6,12 @@ import itertools
 import json
 from pathlib import Path
 
+from helpers.engines import ScriptedEngine
 from spectui.core.tune.models import TuneDocument
 from spectui.core.tune.runner import RoundPlanned, TuneFinished, TuneRunner
 from spectui.core.tune.search import FINALISTS, extended, next_round
 
-from .compare_helpers import TUNE_SPEEDS, ScriptedEngine, plan, tune_document
+from .compare_helpers import TUNE_SPEEDS, plan, tune_document
 
 
 async def _run(runner: TuneRunner, stop_after: int | None = None) -> list[object]:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helpers.engines import ScriptedEngine
 from spectui.core.compare.checkers import Checker
 from spectui.core.tune.models import TuneDocument
 from spectui.core.tune.runner import TuneFinished, TuneRunner, new_document
 
-from .compare_helpers import BASELINE, CHANGED, FakeProber, ScriptedEngine, document, plan
+from .compare_helpers import BASELINE, CHANGED, FakeProber, document, plan
 
 SPEEDS = {"ngram-simple": 500.0, "ngram-mod": 1500.0}
 """ngram-simple is 2x the baseline but changes its answer at a near-tie."""

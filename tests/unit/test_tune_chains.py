@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from helpers.engines import ScriptedEngine
 from spectui.core.compare.costmodel import PredictedSpeedup
 from spectui.core.compare.models import CompareConfig
 from spectui.core.compare.setup import parse_configs
@@ -18,7 +19,7 @@ from spectui.core.tune.models import CandidateResult, PromptResult, TuneDocument
 from spectui.core.tune.runner import TuneFinished, TuneRunner, new_document
 from spectui.core.tune.space import Candidate, ModelFacts, build_space, chain_of
 
-from .compare_helpers import ScriptedEngine, document, plan
+from .compare_helpers import document, plan
 
 SIZE_N = "--spec-ngram-simple-size-n"
 SPACE = [

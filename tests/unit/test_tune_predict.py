@@ -7,6 +7,7 @@ from typing import ClassVar
 
 import pytest
 
+from helpers.engines import ScriptedEngine
 from spectui.core.compare.costmodel import PredictedSpeedup, fit_runs
 from spectui.core.compare.records import RunRecord
 from spectui.core.compare.summary import report_rows
@@ -23,7 +24,7 @@ from spectui.core.tune.runner import TuneFinished, TuneRunner, new_document
 from spectui.core.tune.search import next_round
 from spectui.core.tune.space import Candidate, mark_predicted
 
-from .compare_helpers import ScriptedEngine, document, plan
+from .compare_helpers import document, plan
 
 DECODE, PER = 10.0, 1.0
 TTFT = 100.0

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helpers.engines import ScriptedEngine
 from helpers.wait import await_until
 from spectui.config import Settings
 from spectui.core.tune.runner import TuneRunner
 from spectui.ui.apps.tune import TuneApp
 from spectui.ui.screens.tune import TuneProgressed, TuneScreen
 
-from .compare_helpers import TUNE_SPEEDS, ScriptedEngine, tune_document
+from .compare_helpers import TUNE_SPEEDS, tune_document
 
 
 async def test_the_leaderboard_fills_in_and_names_the_winner(tmp_path: Path) -> None:

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from helpers.engines import FakeSetup, ScriptedEngine
 from spectui.cli import main
 from spectui.commands import compare as compare_command
 from spectui.config import Settings
 from spectui.core.compare.store import load_document
 from spectui.core.llama.specconfig import SpecConfig
 
-from .compare_helpers import FakeSetup, compare_options
+from .compare_helpers import compare_options
 
 
 async def _compare(monkeypatch: pytest.MonkeyPatch, **args: object) -> Path:
@@ -52,8 +53,6 @@ async def test_identical_answers_is_in_the_plan_and_a_resume_rejudges(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from spectui.core.compare.textdiff import TokenProb
-
-    from .compare_helpers import ScriptedEngine
 
     class Changing(FakeSetup):
         def engine(self, spec: SpecConfig) -> ScriptedEngine:

@@ -1,5 +1,5 @@
-"""Helpers for the session tests: an engine that streams a real capture through `StreamRun`
-(mock transport, a deterministic clock, a fake memory sampler), and recording it to a file."""
+"""An engine that streams a real capture through `StreamRun` (mock transport, a deterministic
+clock, a fake memory sampler), and recording one of its runs to a session file."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 import httpx
 
+from helpers.sse import FIXTURES
 from spectui.core.engine.base import LiveServerSource, ServerInfo
 from spectui.core.events import EngineEvent, EventStream, MemoryEvent, ServerState, ServerStateEvent
 from spectui.core.llama.memory import MemorySampler
@@ -14,8 +15,6 @@ from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.request import GenerationRequest
 from spectui.core.sessions.recording import RecordingEngine
 from spectui.core.stream.run import StreamRun
-
-from .sse import FIXTURES
 
 BASE = "http://127.0.0.1:9"
 
