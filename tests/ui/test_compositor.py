@@ -10,8 +10,10 @@ import asyncio
 import pyte
 import pytest
 from textual._compositor import Compositor, CompositorUpdate
+from textual.pilot import Pilot
 
 from helpers.engines import FakeEngine
+from helpers.wait import await_until
 from spectui.config import Settings
 from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.compositor import lean_compositor_enabled
@@ -25,6 +27,22 @@ SIZE = (100, 30)
 def full_render(app: SpectuiApp) -> list[str]:
     strips = app.screen._compositor.render_strips()
     return [strip.text.ljust(SIZE[0]) for strip in strips]
+
+
+async def drawn_whole(pilot: Pilot[None], terminal: pyte.Screen, when: str) -> None:
+    """Wait until the terminal shows what a full render of the screen shows."""
+    app = pilot.app
+    assert isinstance(app, SpectuiApp)
+    await await_until(
+        lambda: terminal.display == full_render(app),
+        f"the partial updates drew the whole screen ({when})",
+        pause=pilot.pause,
+        show=lambda: "\n".join(
+            f"{n}: {seen!r} != {whole!r}"
+            for n, (seen, whole) in enumerate(zip(terminal.display, full_render(app), strict=True))
+            if seen != whole
+        ),
+    )
 
 
 @pytest.mark.parametrize("theme", ["spectui-dark", "spectui-light"])
@@ -51,14 +69,13 @@ async def test_partial_updates_leave_the_terminal_equal_to_a_full_render(
         expected = LeanCompositor if lean_compositor_enabled() else Compositor
         assert type(screen._compositor) is expected
         await settle(pilot, lambda: len(engine.emitted) >= 120)
-        # Paused mid-run, once every pending frame is out (charts tick each second): what
-        # the partial updates drew must be the whole screen.
-        await pilot.pause(1.5)
+        # Paused mid-run: once the frames still pending are out (the token flush, the charts'
+        # tick), what the partial updates drew must be the whole screen. Nothing changes any
+        # more, so a compositor that dropped a region never gets there (the hang guard fails).
+        await drawn_whole(pilot, terminal, "mid-run")
         mid_run = len(updates)
-        assert terminal.display == full_render(app)
         gate.set()
         await settle(pilot, lambda: not screen.running)
-        await pilot.pause(1.5)
-        assert terminal.display == full_render(app)
+        await drawn_whole(pilot, terminal, "the run's end")
         await app.action_quit()
     assert mid_run > 3 and len(updates) > mid_run
