@@ -43,6 +43,7 @@ from .outside import (
     OUTSIDE,
     launched_servers,
     outside_server,
+    wait_healthy,
 )
 
 pytestmark = pytest.mark.server
@@ -271,14 +272,10 @@ async def test_adopting_a_server_with_its_key_on_the_command_line(
         OUTSIDE.add(pid)
         settings = Settings(url=url, api_key=KEY, sessions_dir=sessions, n_predict=8)
         engine = recorder(build_engine(settings), settings)
+        await asyncio.to_thread(wait_healthy, url, GIVE_UP_S)  # loaded before spectui attaches
         async with live_app(engine, settings, prompt="Hello") as (app, pilot):
             screen = screen_of(app)
-            for _ in range(int(GIVE_UP_S / 0.5)):  # the outside server may still be loading
-                await wait_for(pilot, lambda: screen.operation is None, "attach over")
-                if screen.state is ServerState.READY:
-                    break
-                await pilot.pause(0.5)
-                await pilot.press("R")
+            await wait_for(pilot, state_is(app, ServerState.READY), "attached")
             assert engine.info.needs_adopt
             # What confirming the adopt question does.
             screen._start_operation("switch", SpecConfig(types=("ngram-simple",)), adopt=True)
@@ -363,7 +360,7 @@ async def test_hammering_the_switch_key_never_runs_two_servers(
                 await wait_for(pilot, lambda: screen.operation is None, "no operation")
                 await pilot.press(*pick(target, caps))
                 burst(app, ("r", "R", *pick(other, caps), "r"))
-                await pilot.pause(0.2)  # more keys while that switch is in flight
+                await pilot.pause()  # that burst handled: more keys while the switch is in flight
                 burst(app, ("t", "enter", "R", "r", "t", "down", "enter"))
                 await pilot.pause()  # (the burst is handled before looking at the screen)
                 if isinstance(app.screen, SpecPickerScreen):

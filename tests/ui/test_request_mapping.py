@@ -22,6 +22,8 @@ from spectui.core.request import Delivery, GenerationRequest, Sampling
 from spectui.core.stream import DEFAULT_STALL_TIMEOUT_S
 from spectui.ui.apps.live import SpectuiApp
 
+from .ui_helpers import settle
+
 # Every generation setting (Sampling, Delivery, the stall timeout) away from its default.
 FLAGS = [
     "--n-predict", "33",
@@ -54,10 +56,7 @@ async def tui_request(settings: Settings, prompt: Any) -> GenerationRequest:
     engine = FakeEngine()
     app = SpectuiApp(engine, settings, prompt=prompt, autorun=True)
     async with app.run_test(size=(120, 40)) as pilot:
-        for _ in range(400):
-            if engine.runs:
-                break
-            await pilot.pause(0.01)
+        await settle(pilot, lambda: engine.runs, "the autorun's request")
         await app.action_quit()
     assert engine.runs, "the TUI never started a run"
     return engine.runs[0]

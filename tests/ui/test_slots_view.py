@@ -36,6 +36,7 @@ from spectui.ui.screens.slots import SlotsScreen
 from spectui.ui.widgets.slots import SlotsGrid
 
 from .proxy_screen_helpers import START, FakeClocks, begin, feed, finish, make_hub
+from .ui_helpers import settle
 
 SnapCompare = Callable[..., bool]
 
@@ -117,10 +118,7 @@ async def test_the_proxy_tui_can_open_on_the_slots_view() -> None:
     hub, _clocks = make_hub()
     app = ProxyApp(None, Settings(), hub=hub, slots=True)
     async with app.run_test(size=(80, 24)) as pilot:
-        for _ in range(200):  # until the first screen is up (a hang guard only)
-            if isinstance(app.screen, SlotsScreen):
-                break
-            await pilot.pause(0.01)
+        await settle(pilot, lambda: isinstance(app.screen, SlotsScreen), "the slots view up first")
         assert isinstance(app.screen, SlotsScreen)
         await pilot.press("s")
         assert isinstance(app.screen, ProxyScreen)
@@ -275,10 +273,7 @@ async def test_the_live_tui_shows_the_servers_own_slots(
         screen = app.screen
         assert isinstance(screen, SlotsScreen) and isinstance(screen.source, WatchLanes)
         source = screen.source
-        for _ in range(200):  # until the screen's worker has polled once (a hang guard only)
-            if source.view is not None:
-                break
-            await pilot.pause(0.01)
+        await settle(pilot, lambda: source.view is not None, "the screen's worker polled once")
         screen.pull(numbers=True)
         await pilot.pause()
         lanes = screen.lanes
