@@ -14,7 +14,7 @@ import httpx
 import openai
 import pytest
 
-from helpers.wait import await_async
+from helpers.wait import await_async, await_until
 from spectui.core.proxy.models import RequestStatus
 
 from .outside import outside_server, wait_healthy
@@ -282,18 +282,23 @@ async def test_proxy_tui_over_a_real_server(upstream: str) -> None:
     app = ProxyApp(session, settings)
     async with app.run_test(size=(80, 24)) as pilot:
         async with httpx.AsyncClient(timeout=120) as http:
-            for _ in range(200):
-                await pilot.pause(0.05)
-                if app.hub.listeners and "proxy http" in str(
-                    app.screen_proxy.query_one("#proxy-status").render()
-                ):
-                    break
+            await await_until(
+                lambda: (
+                    app.hub.listeners
+                    and "proxy http" in str(app.screen_proxy.query_one("#proxy-status").render())
+                ),
+                "the proxy listens (its status line says so)",
+                pause=pilot.pause,
+            )
             body = {"prompt": PROMPT, "n_predict": 32, "stream": True, "temperature": 0}
             response = await http.post(f"http://127.0.0.1:{port}/completion", json=body)
             assert response.status_code == 200
-        await pilot.pause(0.6)
         table = app.screen_proxy.table
-        assert table.row_count == 1 and table.get_row_at(0)[9] == "done"
+        await await_until(  # (live rows are redrawn once a second)
+            lambda: table.row_count == 1 and table.get_row_at(0)[9] == "done",
+            "the request's row says done",
+            pause=pilot.pause,
+        )
         await pilot.press("q")
     async with httpx.AsyncClient() as http:
         with pytest.raises(httpx.ConnectError):

@@ -13,6 +13,7 @@ import httpx
 import openai
 import pytest
 
+from helpers.wait import await_until
 from spectui.core.proxy.models import RequestStatus
 
 from .outside import outside_server, wait_healthy
@@ -62,10 +63,11 @@ async def test_four_streams_four_lanes_each_its_own_timings(upstream: str) -> No
     app = ProxyApp(session, settings)
     async with app.run_test(size=(120, 36)) as pilot:
         status = app.screen_proxy.query_one("#proxy-status")
-        for _ in range(400):  # until the proxy listens (its status line says so)
-            if "proxy http" in str(status.render()):
-                break
-            await pilot.pause(0.05)
+        await await_until(
+            lambda: "proxy http" in str(status.render()),
+            "the proxy listens (its status line says so)",
+            pause=pilot.pause,
+        )
         await pilot.press("s")
         screen = app.screen
         assert isinstance(screen, SlotsScreen)
@@ -93,10 +95,11 @@ async def test_four_streams_four_lanes_each_its_own_timings(upstream: str) -> No
 
         answers = await asyncio.gather(*(chat(i) for i in range(SLOTS)))
         await client.close()
-        for _ in range(200):  # until the hub has ended all four (the proxy ends each after
-            if len(app.hub.recent) == SLOTS and not app.hub.live:  # its client's last byte)
-                break
-            await pilot.pause(0.05)
+        await await_until(  # (the proxy ends each request after its client's last byte)
+            lambda: len(app.hub.recent) == SLOTS and not app.hub.live,
+            "the hub ended all four requests",
+            pause=pilot.pause,
+        )
         screen.pull(numbers=True)
         await pilot.pause()
 
