@@ -3,18 +3,22 @@ stays put while the answer fills it and then moves a page (less `KEEP` lines) at
 lane follows its end line by line, an ended answer ends at the bottom. And a lane fed past its
 first page shows its newest tokens (Pilot). And a batch after a theme change is shown once, in a
 lane as in the live token pane (both build their wrapped text anew from the model, which then
-holds the batch already)."""
+holds the batch already). And a lane's line is drawn cell for cell as `Text.render` draws it
+(`line_strip`, a property over any spans)."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rich.console import Console
+from rich.style import Style
+from rich.text import Span, Text
 from textual.app import App, ComposeResult
 
 from spectui.core.events import TokenEvent, TokenOrigin
 from spectui.ui.themes import spec_variable_defaults
-from spectui.ui.widgets.lane_view import KEEP, SHORT, LaneView, page_top
+from spectui.ui.widgets.lane_view import KEEP, SHORT, LaneView, _rendered, line_strip, page_top
 from spectui.ui.widgets.tokens import TokenView
 
 
@@ -36,6 +40,49 @@ def test_a_tall_lane_moves_a_page_at_a_time(open_line: int, height: int) -> None
 @given(st.integers(0, 500), st.integers(1, SHORT - 1))
 def test_a_short_lane_follows_its_end(open_line: int, height: int) -> None:
     assert page_top(open_line, height, ended=False) == max(0, open_line - height + 1)
+
+
+LOOKS: list[str | Style] = [
+    Style(color="red"),
+    Style(color="green", underline=True),
+    Style(bgcolor="blue", bold=True),
+    Style(italic=True),
+    Style.null(),
+    "italic",
+    "bold red on white",
+]
+
+
+@st.composite
+def styled_lines(draw: st.DrawFn) -> Text:
+    """A line as a lane holds it (runs of styled tokens), or any spans at all."""
+    plain = draw(
+        st.text(st.characters(codec="utf-8", exclude_categories=("Cc", "Cs")), max_size=40)
+    )
+    spans = []
+    if draw(st.booleans()):  # tokens: consecutive spans, gaps allowed
+        at = 0
+        while at < len(plain):
+            start = at + draw(st.integers(0, 2))
+            end = min(len(plain), start + draw(st.integers(0, 6)))
+            if start <= end:
+                spans.append(Span(start, end, draw(st.sampled_from(LOOKS))))
+            at = max(end, start + 1)
+    else:  # anything: overlapping, unordered
+        for _ in range(draw(st.integers(0, 5))):
+            ends = (draw(st.integers(0, len(plain))), draw(st.integers(0, len(plain))))
+            start, end = sorted(ends)
+            spans.append(Span(start, end, draw(st.sampled_from(LOOKS))))
+    owns: list[str | Style] = ["", "italic", Style(color="yellow")]
+    own = draw(st.sampled_from(owns))
+    return Text(plain, style=own, spans=spans)
+
+
+@given(styled_lines(), st.sampled_from([Style(color="white", bgcolor="black"), Style.null()]))
+def test_a_line_is_drawn_as_text_render_draws_it(line: Text, base: Style) -> None:
+    console = Console(width=60)
+    drawn = line_strip(line, base, 50, console, {})
+    assert list(drawn) == list(_rendered(line, base, 50, console))
 
 
 def token(index: int) -> TokenEvent:
