@@ -11,51 +11,35 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
-import json
 import os
 import shutil
 import signal
-import socket
 import struct
 import subprocess
-import sys
 import tomllib
 import zlib
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-import aiohttp
 import psutil
 import pytest
 
 from helpers.engines import record_capture
 from helpers.wait import await_async, await_until, wait_until
+from spectui.testing.browser import DevTools, chromium, free_port, http_get, share
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 GIVE_UP_S = 90.0
 """A hang guard only: every wait ends as soon as its state is reached."""
-CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--remote-debugging-port=0", "--window-size=1280,900",
-]  # fmt: skip
 
 
 def _missing(what: str) -> NoReturn:
     if os.environ.get("CI"):
         pytest.fail(f"{what} — CI must install it (.ci/run does)")
     pytest.skip(what)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def until(check: Callable[[], Any], what: str) -> Any:
@@ -124,119 +108,18 @@ def rows_with_colour(png: bytes, colour: str, tolerance: int = 3) -> list[int]:
     return found
 
 
-# -- DevTools protocol --------------------------------------------------------------------------
-
-
-class DevTools:
-    """One websocket to the browser; commands by id, to the browser or to an attached page."""
-
-    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
-        self.ws = ws
-        self._ids = itertools.count(1)
-        self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
-        self._reader = asyncio.create_task(self._read())
-
-    async def _read(self) -> None:
-        async for message in self.ws:
-            payload = json.loads(message.data)
-            future = self._waiting.pop(payload.get("id", -1), None)
-            if future is not None and not future.done():
-                future.set_result(payload)
-
-    async def send(self, method: str, session: str | None = None, **params: Any) -> Any:
-        ident = next(self._ids)
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._waiting[ident] = future
-        message: dict[str, Any] = {"id": ident, "method": method, "params": params}
-        if session is not None:
-            message["sessionId"] = session
-        await self.ws.send_str(json.dumps(message))
-        reply = await asyncio.wait_for(future, GIVE_UP_S)
-        if "error" in reply:
-            raise AssertionError(f"{method}: {reply['error']}")
-        return reply.get("result", {})
-
-    async def open(self, url: str) -> tuple[str, str]:
-        """A new tab at ``url``: its target id and an attached session."""
-        target = (await self.send("Target.createTarget", url=url))["targetId"]
-        session = (await self.send("Target.attachToTarget", targetId=target, flatten=True))[
-            "sessionId"
-        ]
-        await self.send("Page.enable", session)
-        return target, session
-
-    async def text(self, session: str) -> str:
-        result = await self.send(
-            "Runtime.evaluate", session, expression="document.body ? document.body.innerText : ''"
-        )
-        return str(result["result"].get("value", ""))
-
-    async def screenshot(self, session: str) -> bytes:
-        import base64
-
-        return base64.b64decode((await self.send("Page.captureScreenshot", session))["data"])
-
-    async def aclose(self) -> None:
-        self._reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._reader
-        await self.ws.close()
+# -- the browser (spectui.testing.browser, shared with scripts/follow_shots.py) ------------------
 
 
 @contextlib.asynccontextmanager
-async def chromium(tmp_path: Path) -> AsyncIterator[DevTools]:
+async def browser_in(tmp_path: Path) -> AsyncIterator[DevTools]:
+    """Headless Chromium with a profile under ``tmp_path`` (skips, or fails under CI, without
+    Chromium)."""
     binary = shutil.which("chromium")
     if binary is None:
         _missing("Debian's chromium is not installed (apt-get install chromium)")
-    profile = tmp_path / "chromium-profile"
-    proc = await asyncio.create_subprocess_exec(
-        binary,
-        *CHROMIUM_FLAGS,
-        f"--user-data-dir={profile}",
-        "about:blank",
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        active = profile / "DevToolsActivePort"
-        await until(lambda: active.exists() and len(active.read_text().split()) == 2, "DevTools")
-        port, path = active.read_text().split()
-        async with aiohttp.ClientSession() as http:
-            ws = await http.ws_connect(f"ws://127.0.0.1:{port}{path}", max_msg_size=0)
-            tools = DevTools(ws)
-            try:
-                yield tools
-            finally:
-                await tools.aclose()
-    finally:
-        if proc.returncode is None:
-            proc.terminate()
-        try:
-            await asyncio.wait_for(proc.wait(), 30)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
-
-
-@contextlib.contextmanager
-def share(folder: Path, listen: str, *extra: str) -> Iterator[subprocess.Popen[str]]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "spectui.cli", "share", str(folder), "--listen", listen, *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    try:
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    async with chromium(binary, tmp_path / "chromium-profile", give_up_s=GIVE_UP_S) as browser:
+        yield browser
 
 
 def followers(share_proc: subprocess.Popen[str]) -> list[psutil.Process]:
@@ -250,21 +133,6 @@ def followers(share_proc: subprocess.Popen[str]) -> list[psutil.Process]:
     return found
 
 
-def get(url: str) -> tuple[int, str]:
-    """Status and body of a GET (0 when nothing listens yet); never through a proxy."""
-    import urllib.error
-    import urllib.request
-
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        with opener.open(url, timeout=30) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
-    except urllib.error.URLError:
-        return 0, ""
-
-
 def accepted_background() -> str:
     theme = tomllib.loads((ROOT / "themes" / "spectui-dark.toml").read_text())
     return str(theme["variables"]["spec-accepted-background"])
@@ -276,12 +144,12 @@ async def test_share_in_a_real_browser(tmp_path: Path) -> None:
     await record_capture(live / "20260101-100000-custom-ngram-simple.jsonl")
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
-    async with chromium(tmp_path) as browser:
-        with share(live, f"127.0.0.1:{port}", "--max-viewers", "1") as proc:
-            await until(lambda: get(url)[0] == 200, "the share listening")
+    async with browser_in(tmp_path) as browser:
+        with share(live, f"127.0.0.1:{port}", "--max-viewers", "1", cwd=ROOT) as proc:
+            await until(lambda: http_get(url)[0] == 200, "the share listening")
             assert followers(proc) == [], "no viewer yet, no process"
 
-            target, session = await browser.open(url)
+            tab = await browser.open(url)
             (viewer,) = await until(lambda: followers(proc), "a follower process for the tab")
             assert str(live) in viewer.cmdline()
             assert not any(
@@ -291,7 +159,7 @@ async def test_share_in_a_real_browser(tmp_path: Path) -> None:
             shots: list[bytes] = []
 
             async def tokens_drawn() -> bool:
-                shot = await browser.screenshot(session)
+                shot = await browser.screenshot(tab)
                 shots.append(shot)
                 # The legend has one line in that colour; tokens fill several more.
                 return len(rows_with_colour(shot, colour)) >= 60
@@ -304,17 +172,17 @@ async def test_share_in_a_real_browser(tmp_path: Path) -> None:
             )
             # Only the saved picture (no assertion reads it) waits for the charts' next redraw.
             await asyncio.sleep(1.0)
-            shots.append(await browser.screenshot(session))
+            shots.append(await browser.screenshot(tab))
             keep = os.environ.get("KEEP_SHARE_SCREENSHOT")  # to look at it: a path for the PNG
             await asyncio.to_thread(Path(keep or tmp_path / "share.png").write_bytes, shots[-1])
 
             # The limit: a second tab gets the page saying so, and no process.
-            status, page = get(url)
+            status, page = http_get(url)
             assert status == 503 and "viewer places are taken" in page
-            second, second_session = await browser.open(url)
+            second = await browser.open(url)
 
             async def said_full() -> bool:
-                return "viewer places are taken" in await browser.text(second_session)
+                return "viewer places are taken" in await browser.text(second)
 
             await await_async(
                 said_full,
@@ -323,10 +191,10 @@ async def test_share_in_a_real_browser(tmp_path: Path) -> None:
                 interval=0.2,
             )
             assert len(followers(proc)) == 1
-            await browser.send("Target.closeTarget", targetId=second)
+            await browser.send("Target.closeTarget", targetId=second.target)
 
             # Closing the tab ends its follower.
-            await browser.send("Target.closeTarget", targetId=target)
+            await browser.send("Target.closeTarget", targetId=tab.target)
             await until(lambda: not viewer.is_running() or viewer.status() == "zombie", "exit")
             await until(lambda: followers(proc) == [], "no follower left")
 
@@ -343,21 +211,24 @@ def test_a_share_beyond_loopback_needs_its_token(tmp_path: Path) -> None:
     live = tmp_path / "live"
     live.mkdir()
     port = free_port()
-    with share(live, f"0.0.0.0:{port}") as proc:
+    with share(live, f"0.0.0.0:{port}", cwd=ROOT) as proc:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         token_url = line.split(" open ", 1)[1].split(" ", 1)[0]
         assert token_url.startswith(f"http://0.0.0.0:{port}/") and len(token_url) > 40
         local = token_url.replace("0.0.0.0", "127.0.0.1")
         wait_until(
-            lambda: get(local)[0] == 200, "the share answered", give_up_s=GIVE_UP_S, interval=0.1
+            lambda: http_get(local)[0] == 200,
+            "the share answered",
+            give_up_s=GIVE_UP_S,
+            interval=0.1,
         )
-        status, page = get(f"http://127.0.0.1:{port}/")
+        status, page = http_get(f"http://127.0.0.1:{port}/")
         assert status == 403 and "token" in page
-        assert get(f"http://127.0.0.1:{port}/ws")[0] == 403
-        assert get(f"http://127.0.0.1:{port}/static/js/textual.js")[0] == 403
+        assert http_get(f"http://127.0.0.1:{port}/ws")[0] == 403
+        assert http_get(f"http://127.0.0.1:{port}/static/js/textual.js")[0] == 403
         token = local.rstrip("/").rsplit("/", 1)[1]
-        assert get(f"http://127.0.0.1:{port}/{token[:-1]}x/")[0] == 403  # a near miss
+        assert http_get(f"http://127.0.0.1:{port}/{token[:-1]}x/")[0] == 403  # a near miss
     assert proc.stderr is not None
     err = proc.stderr.read()
     assert "warning: sharing beyond this machine on 0.0.0.0" in err
