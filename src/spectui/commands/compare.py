@@ -23,6 +23,7 @@ from spectui.commands.launch_options import add_launch_options
 from spectui.commands.results import ResultsOptions, add_identical_answers_flag
 from spectui.commands.runs import (
     Reports,
+    cut_short,
     default_output,
     divergence_prober,
     note_skipped_checkers,
@@ -314,21 +315,17 @@ async def _compare(settings: Settings, options: CompareOptions) -> int:
         code = await run_compare_tui(engine, settings, runner, outputs[0])
         return code or (1 if _failed(runner.document) else 0)
 
-    def cut_short() -> str | None:
-        if not started or runner.document.complete:
-            return None
-        return (
-            f"spectui: {len(runner.document.runs)} of {runner.total} runs kept in "
-            f"{outputs[0]}; continue with: spectui compare --resume {outputs[0]}"
-        )
-
     return await run_results(
         engine,
         headless=body,
         tui=tui if options.tui else None,
         announce=f"spectui: results in {outputs[0]} "
         f"(if interrupted: spectui compare --resume {outputs[0]})",
-        cut_short=cut_short,
+        cut_short=cut_short(
+            lambda: started and not runner.document.complete,
+            lambda: f"{len(runner.document.runs)} of {runner.total} runs kept in {outputs[0]}",
+            f"spectui compare --resume {outputs[0]}",
+        ),
     )
 
 

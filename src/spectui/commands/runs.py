@@ -124,6 +124,19 @@ class Reports(Generic[Document]):
                 write_atomic(path, text)
 
 
+def cut_short(
+    left: Callable[[], bool], kept: Callable[[], str], resume: str
+) -> Callable[[], str | None]:
+    """`run_results`' last line, for a results file the run left incomplete (``left()``, asked
+    once it ends): what the file keeps and where (``kept()``), and ``resume``, the command that
+    continues it; None when there is nothing to continue."""
+
+    def line() -> str | None:
+        return f"spectui: {kept()}; continue with: {resume}" if left() else None
+
+    return line
+
+
 async def run_results(
     engine: Engine,
     *,

@@ -22,6 +22,7 @@ from spectui.commands.launch_options import add_launch_options
 from spectui.commands.results import ResultsOptions, add_identical_answers_flag
 from spectui.commands.runs import (
     Reports,
+    cut_short,
     default_output,
     divergence_prober,
     note_skipped_checkers,
@@ -252,16 +253,10 @@ async def _tune(settings: Settings, options: TuneOptions) -> int:
         print_final(runner.document, chart=False)  # what the screen showed, kept
         return code
 
-    def cut_short() -> str | None:
+    def kept() -> str:
         final = runner.document
-        # Only point at a file that exists: an unwritable --json fails before the first save.
-        if final.complete or not outputs[0].exists():
-            return None
         why = "the budget ran out" if final.stopped == "budget" else "stopped"
-        return (
-            f"spectui: {why} after {final.elapsed_s:.0f} s; what is settled is in "
-            f"{outputs[0]}; continue with: spectui tune --resume {outputs[0]} [--budget MORE]"
-        )
+        return f"{why} after {final.elapsed_s:.0f} s; what is settled is in {outputs[0]}"
 
     return await run_results(
         engine,
@@ -269,7 +264,12 @@ async def _tune(settings: Settings, options: TuneOptions) -> int:
         tui=tui if options.tui else None,
         announce=f"spectui: results in {outputs[0]} "
         f"(to continue: spectui tune --resume {outputs[0]})",
-        cut_short=cut_short,
+        # Only point at a file that exists: an unwritable --json fails before the first save.
+        cut_short=cut_short(
+            lambda: not runner.document.complete and outputs[0].exists(),
+            kept,
+            f"spectui tune --resume {outputs[0]} [--budget MORE]",
+        ),
     )
 
 
