@@ -12,18 +12,26 @@ Two comparisons (`spectui compare`, rounds alternate the configs, every run reco
   draft-mtp at n-max 1, 2 and 3 (n-min 1), on word-cycle prompts.
 
 From every recorded run at draft max K, `whatif` predicts each other draft max K' of its
-comparison, and the prediction is set against the **median of the real runs** of K' on the same
-prompt (each run's decode rate by the same client clock `whatif` prices from). Two ways:
+comparison, and the prediction is set against the **real run of K' on the same prompt in the
+same round** (the runs a few seconds to a minute apart, in alternating rounds, so the machine's
+speed drift hits both alike as far as it holds that long); each run's decode rate on the
+server's clock, as `whatif` prices it. The error is |point / real - 1| per pair, the figure the
+median over pairs. Two ways:
 
 - ``alone``: the run by itself (the way a user runs it first);
 - ``also``: with the run of the third draft max and the baseline's run of the same prompt and
-  round (`whatif --also`, twice), which separate a step's fixed from its per-token cost.
+  round (`whatif --also`, twice), which separate a step's fixed from its per-token cost;
+- ``also_rounds``: with every round's runs of the third draft max and the baseline on the same
+  prompt (six runs at 3 rounds): their own speeds average out of the slope.
 
-``ratio_error`` sets the source run's speed to its own config's median (``speedup_vs_recorded``
-x that median): the model's error without the recorded run's luck on a machine whose speed
-wanders. Figures against the goal: the real median inside the interval (coverage), and the
-point's error where the run can tell (goal <= 10 %): the predictions `whatif` marks
-``cost_told`` (no split the run leaves plausible moves the point more than 10 %). Writes
+Each round also runs the middle draft max a second time under another name (``--spec-draft-p-min
+0``, the server's default: the same config): its rate against the first's, same prompt and
+round, is the **repeat floor**, what a perfect prediction would be off by on this machine at
+this load. The old figure (against the median of the K' runs over every round) is kept as
+``error_vs_median``. Figures against the goal: the real run inside the interval (coverage), and
+the point's error where the run can tell (goal <= 10 %): the predictions `whatif` marks
+``cost_told`` (no split the run leaves plausible moves the point more than 10 %). The load
+average is sampled through the comparison (`loadavg.LoadSampler`). Writes
 bench/results/whatif_types.json.
 """
 
@@ -39,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from common import RESULTS, gemma_model, needs, run_spectui, write_result
+from loadavg import LoadSampler
 
 PROSE = (
     "Describe, in a few calm paragraphs, an evening walk along a harbour after the ferries "
@@ -51,10 +60,20 @@ PROSE = (
 WORDS = ("Hello alpha beta", "Then omega alpha beta gamma delta")
 """Prompts of the tiny target's word cycle (its MTP head is wrong after every fifth word)."""
 
+REPEAT = " --spec-draft-p-min 0"
+"""Appended to the middle draft max's config for its repeat: the server's default p-min (so the
+same runs), under another config name."""
+
 SETS: dict[str, dict[str, Any]] = {
-    "gemma": {"maxima": (8, 4, 2), "spec": "draft-simple --spec-draft-n-max {k}", "n": 160},
+    "gemma": {
+        "maxima": (8, 4, 2),
+        "repeat": 4,
+        "spec": "draft-simple --spec-draft-n-max {k}",
+        "n": 160,
+    },
     "tiny": {
         "maxima": (1, 2, 3),
+        "repeat": 2,
         "spec": "draft-mtp --spec-draft-n-max {k} --spec-draft-n-min 1",
         # at thousands of tokens a second the client's clock sees the stream in bursts of a
         # few ms: a longer run keeps them a small part of its time
@@ -76,12 +95,16 @@ def _prompt_file(folder: Path, texts: tuple[str, ...], n_predict: int) -> Path:
     return path
 
 
-def _compare(name: str, reps: int, n_predict: int | None, prompts_used: int) -> float:
+def _compare(
+    name: str, reps: int, n_predict: int | None, prompts_used: int
+) -> tuple[float, dict[str, object]]:
     folder = _folder(name)
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     spec = SETS[name]["spec"]
-    configs = [a for k in SETS[name]["maxima"] for a in ("--config", spec.format(k=k))]
+    specs = [spec.format(k=k) for k in SETS[name]["maxima"]]
+    specs.append(spec.format(k=SETS[name]["repeat"]) + REPEAT)
+    configs = [a for text in specs for a in ("--config", text)]
     n_predict = n_predict or SETS[name]["n"]
     if name == "gemma":
         model = str(gemma_model())
@@ -94,13 +117,14 @@ def _compare(name: str, reps: int, n_predict: int | None, prompts_used: int) -> 
         prompts = _prompt_file(folder, WORDS[:prompts_used], n_predict)
         extra = ["--ctx-size", str(n_predict + 256)]
     began = time.monotonic()
-    run_spectui(
-        "compare", "--model", model, *extra, *configs, "--prompts", str(prompts),
-        "--reps", str(reps), "--json", str(folder / "compare.json"),
-        "--record", str(folder / "sessions"), "--no-chart", "--", "--no-warmup",
-        "--threads", "1",
-    )  # fmt: skip
-    return time.monotonic() - began
+    with LoadSampler() as load:
+        run_spectui(
+            "compare", "--model", model, *extra, *configs, "--prompts", str(prompts),
+            "--reps", str(reps), "--json", str(folder / "compare.json"),
+            "--record", str(folder / "sessions"), "--no-chart", "--", "--no-warmup",
+            "--threads", "1",
+        )  # fmt: skip
+    return time.monotonic() - began, load.summary()
 
 
 def _decode_rate(session: Any) -> float | None:
@@ -113,7 +137,8 @@ def _decode_rate(session: Any) -> float | None:
 
 
 def _runs(name: str) -> list[dict[str, Any]]:
-    """Every counted run: its config's draft max, prompt, round, session and decode rate."""
+    """Every counted run: its config's draft max, whether it is the repeat, prompt, round,
+    session and decode rate."""
     from spectui.core.compare.store import CompareDocument
     from spectui.core.sessions.file import read_session
 
@@ -122,85 +147,113 @@ def _runs(name: str) -> list[dict[str, Any]]:
         needs(folder / "compare.json", "bench/whatif_types.py").read_text()
     )
     texts = {p.key: p.text for p in doc.plan.prompts}
-    maxima = {c.name: c.spec.draft_n_max for c in doc.plan.configs}
-    # Sessions are named by time and config: pair each (draft max, prompt)'s sessions with its
+    keys = {c.name: (c.spec.draft_n_max, c.spec.extra_args) for c in doc.plan.configs}
+    # Sessions are named by time and config: pair each (config, prompt)'s sessions with its
     # runs, both in the order they ran (warm-ups included: they are recorded too).
-    sessions: dict[tuple[int | None, str], list[Any]] = {}
+    sessions: dict[tuple[Any, str], list[Any]] = {}
     for path in sorted((folder / "sessions").glob("*.jsonl")):
         session = read_session(path)
         spec = session.header.server.spec
-        k = spec.draft_n_max if spec is not None else None
-        sessions.setdefault((k, session.header.request.prompt), []).append(session)
+        key = (spec.draft_n_max, spec.extra_args) if spec is not None else (None, ())
+        sessions.setdefault((key, session.header.request.prompt), []).append(session)
     out = []
-    for key in {(maxima.get(r.config), r.prompt) for r in doc.runs}:
-        k, prompt = key
-        runs = sorted((r for r in doc.runs if (maxima.get(r.config), r.prompt) == key),
+    for config, prompt in {(r.config, r.prompt) for r in doc.runs}:
+        runs = sorted((r for r in doc.runs if (r.config, r.prompt) == (config, prompt)),
                       key=lambda r: r.seq)  # fmt: skip
-        found = sessions.get((k, texts[prompt]), [])
+        found = sessions.get((keys[config], texts[prompt]), [])
         if len(found) != len(runs):
-            raise SystemExit(f"{len(found)} sessions for {len(runs)} runs of {key}: cannot pair")
+            raise SystemExit(f"{len(found)} sessions for {len(runs)} runs of {config}: cannot pair")
+        k = keys[config][0] or 0  # the baseline: only ever a helper (its plain decodes)
         for run, session in zip(runs, found, strict=True):
             if run.warmup or not run.ok:
                 continue
-            k = k or 0  # the baseline: only ever a helper (its plain decodes)
             rate = _decode_rate(session)
             if rate:
-                out.append({"k": k, "prompt": prompt, "round": run.round, "session": session,
+                out.append({"k": k, "repeat": bool(keys[config][1]), "prompt": prompt,
+                            "round": run.round, "seq": run.seq, "session": session,
                             "rate": rate, "server_rate": run.tokens_per_second})  # fmt: skip
     return out
 
 
 def analyse(name: str) -> dict[str, Any]:
-    """Every (source run, K') pair, alone and with a third draft max's run; the figures."""
+    """Every (source run, K') pair of one round and prompt, alone and with a third draft max's
+    run; the repeat floor; the figures."""
     from spectui.core.compare.whatif import what_if
 
     every = _runs(name)
-    runs = [r for r in every if r["k"]]
+    runs = [r for r in every if r["k"] and not r["repeat"]]
     real: dict[tuple[int, str], list[float]] = {}
     for r in runs:
         real.setdefault((r["k"], r["prompt"]), []).append(r["rate"])
     medians = {key: statistics.median(v) for key, v in real.items()}
+    by_round = {(r["k"], r["prompt"], r["round"]): r for r in runs}
     maxima = SETS[name]["maxima"]
     pairs = []
     for source in runs:
         for k_new in maxima:
-            if k_new == source["k"] or (k_new, source["prompt"]) not in medians:
+            target = by_round.get((k_new, source["prompt"], source["round"]))
+            if k_new == source["k"] or target is None:
                 continue
-            target = medians[(k_new, source["prompt"])]
-            middle = medians[(source["k"], source["prompt"])]
             third = [k for k in maxima if k not in (k_new, source["k"])]
             same = [
-                r for r in every if (r["prompt"], r["round"]) == (source["prompt"], source["round"])
-            ]
+                r for r in every
+                if (r["prompt"], r["round"]) == (source["prompt"], source["round"])
+                and not r["repeat"]
+            ]  # fmt: skip
             helper = [r["session"] for r in same if r["k"] in third][:1]
             helper += [r["session"] for r in same if r["k"] == 0][:1]
+            # every round's runs of the third maximum and the baseline, same prompt: more
+            # runs average their own speeds out of the slope (never a run at K')
+            helpers = [
+                r["session"] for r in every
+                if r["prompt"] == source["prompt"] and r["k"] in (*third, 0) and not r["repeat"]
+            ]  # fmt: skip
             row: dict[str, Any] = {
                 "from": source["k"], "to": k_new, "prompt": source["prompt"],
-                "round": source["round"], "real_median": round(target, 3),
-                "real_runs": len(real[(k_new, source["prompt"])]),
+                "round": source["round"], "real": round(target["rate"], 3),
+                "runs_apart": abs(target["seq"] - source["seq"]),
+                "real_median": round(medians[(k_new, source["prompt"])], 3),
             }  # fmt: skip
-            for way, also in (("alone", []), ("also", helper)):
-                if way == "also" and not also:
+            for way, also in (("alone", []), ("also", helper), ("also_rounds", helpers)):
+                if way != "alone" and not also:
                     continue
                 result = what_if(source["session"], [k_new], also=also)
                 p = result.predictions[0]
                 row[way] = {
                     "point": p.tokens_per_second, "low": p.low, "high": p.high,
-                    "inside": p.low <= target <= p.high,
-                    "error": round(abs(p.tokens_per_second / target - 1), 4),
-                    # the model alone: the source run's speed set to its config's median
-                    "ratio_error": round(abs(p.speedup_vs_recorded * middle / target - 1), 4),
+                    "inside": p.low <= target["rate"] <= p.high,
+                    "error": round(abs(p.tokens_per_second / target["rate"] - 1), 4),
+                    "error_vs_median": round(abs(p.tokens_per_second / row["real_median"] - 1), 4),
                     "separable": result.step_cost.separable, "told": p.cost_told,
                     "extrapolated": p.extrapolated,
                     "notes": result.notes,
                 }  # fmt: skip
             pairs.append(row)
-    return {"pairs": pairs, **_figures(pairs), "real_spread": _spread(real)}
+    return {"pairs": pairs, **_figures(pairs), "repeat_floor": _floor(name, every),
+            "real_spread": _spread(real)}  # fmt: skip
+
+
+def _floor(name: str, every: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The repeat's rate against the same config's, same prompt and round: |ratio - 1|."""
+    k = SETS[name]["repeat"]
+    first = {(r["prompt"], r["round"]): r for r in every if r["k"] == k and not r["repeat"]}
+    values = []
+    for r in every:
+        if r["k"] == k and r["repeat"] and (other := first.get((r["prompt"], r["round"]))):
+            values.append(abs(r["rate"] / other["rate"] - 1))
+    if not values:
+        return None
+    return {
+        "pairs": len(values),
+        "median": round(statistics.median(values), 4),
+        "max": round(max(values), 4),
+        "runs_apart": "the repeat runs last in each round: as far from its first as 8 from 2",
+    }
 
 
 def _figures(pairs: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for way in ("alone", "also"):
+    for way in ("alone", "also", "also_rounds"):
         rows = [p[way] for p in pairs if way in p]
         if not rows:
             continue
@@ -215,12 +268,9 @@ def _figures(pairs: list[dict[str, Any]]) -> dict[str, Any]:
             if told
             else None,
             "median_error_all": round(statistics.median(r["error"] for r in rows), 4),
-            "median_ratio_error_told": round(
-                statistics.median(r["ratio_error"] for r in rows if r["told"]), 4
-            )
-            if told
-            else None,
-            "median_ratio_error_all": round(statistics.median(r["ratio_error"] for r in rows), 4),
+            "median_error_vs_median_all": round(
+                statistics.median(r["error_vs_median"] for r in rows), 4
+            ),
             "median_width": round(statistics.median(r["high"] / r["low"] for r in rows), 3),
         }
     return out
@@ -242,9 +292,11 @@ def main() -> int:
     args = parser.parse_args()
     names = [args.only] if args.only else list(SETS)
     seconds: dict[str, float] = {}
+    loads: dict[str, dict[str, object]] = {}
     if not args.report_only:
         for name in names:
-            seconds[name] = round(_compare(name, args.reps, args.n_predict, args.prompts), 1)
+            took, loads[name] = _compare(name, args.reps, args.n_predict, args.prompts)
+            seconds[name] = round(took, 1)
     # one set at a time keeps the other's figures (each names the command that made it)
     saved = RESULTS / "whatif_types.json"
     report: dict[str, Any] = json.loads(saved.read_text()) if saved.is_file() else {}
@@ -253,6 +305,7 @@ def main() -> int:
     for name in names:
         before = report.get(name, {})
         report[name] = {**analyse(name), "seconds": seconds.get(name, before.get("seconds"))}
+        report[name]["load"] = loads.get(name, before.get("load"))
         # a re-score keeps the command that ran the comparison, and says it re-scored
         report[name]["command"] = before.get("command") if args.report_only else " ".join(sys.argv)
         report[name]["scored_by"] = " ".join(sys.argv)
