@@ -16,6 +16,7 @@ from spectui.core.events import MemoryEvent
 from spectui.ui.apps.base import GC_YOUNG_THRESHOLD
 from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.widgets.charts import REDRAW_INTERVAL_S
+from spectui.ui.widgets.throttle import GRACE_S
 
 from .ui_helpers import main_screen, settle
 
@@ -40,8 +41,8 @@ async def test_a_stream_that_stops_sending_causes_no_redraws(
         await settle(pilot, lambda: main_screen(app).running and len(engine.emitted) >= 40)
         assert frames, "a streaming run draws frames"
         # Let what was already in flight land: the token flush (50 ms), the metrics pane's
-        # throttle (250 ms) and the charts' next tick.
-        await pilot.pause(REDRAW_INTERVAL_S + 0.5)
+        # throttle and the charts' (each at most its interval and `GRACE_S` after the data).
+        await pilot.pause(REDRAW_INTERVAL_S + GRACE_S + 0.5)
         quiet_from = len(frames)
         await pilot.pause(2 * REDRAW_INTERVAL_S)  # two ticks of every timer the screen has
         assert frames[quiet_from:] == [], "frames were drawn while nothing changed"

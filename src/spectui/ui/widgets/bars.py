@@ -4,6 +4,8 @@ A fixed scale matters for both: a sparkline's min–max scaling would make 90 % 
 like full against empty, and a run whose every step accepted its whole draft look empty. Both
 draw their cells straight into strips (a `Text` laid out by Textual cost ~4 ms a redraw, as much
 as the rest of a token frame) and keep them until the data, the size or the styles change.
+A style change is told by `notify_style_update`, not by comparing `rich_style` per line: that
+walks the ancestors' backgrounds (~0.08 ms), a third of what drawing a kept line costs.
 """
 
 from __future__ import annotations
@@ -69,12 +71,16 @@ class PositionBars(Widget):
         return [round(rate * height * 8) for rate in rates]
 
     def render_line(self, y: int) -> Strip:
-        key = (tuple(self.rates), self.empty, self.size, self.rich_style)
+        key = (tuple(self.rates), self.empty, self.size)
         if key != self._key:
             self._key, self._lines = key, self._build()
         if y < len(self._lines):
             return self._lines[y]
         return Strip.blank(self.size.width, self.rich_style)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._key = None  # (the theme changed: the lines carry the old colours)
 
     def _build(self) -> list[Strip]:
         base = self.rich_style
@@ -133,12 +139,16 @@ class StepBars(Widget):
         ]
 
     def render_line(self, y: int) -> Strip:
-        key = (self.columns, self.top, self.size, self.rich_style)
+        key = (self.columns, self.top, self.size)
         if key != self._key:
             self._key, self._lines = key, self._build()
         if y < len(self._lines):
             return self._lines[y]
         return Strip.blank(self.size.width, self.rich_style)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._key = None  # (the theme changed: the lines carry the old colours)
 
     def _build(self) -> list[Strip]:
         base = self.rich_style

@@ -2,8 +2,8 @@
 
 Data arrives at up to 20 Hz but the charts redraw at most every `REDRAW_INTERVAL_S` (and once
 when a run ends): drawing a plot per token would cost more than the generation it shows. In a
-small terminal the tokens/s chart is a sparkline; from 120×36 up it is a plotext line plot
-(textual-plotext's `PlotextPlot`); the bar charts draw their own strips (`bars`).
+small terminal the tokens/s chart is a sparkline; from 120×36 up it is a line plot
+(`rate_plot`); it and the bar charts (`bars`) draw their own strips.
 
 Both time charts span the whole run at any length (`series`): a run of 300 tokens in 0.24 s
 fills the chart as a run of minutes does. Tokens/s is counted from the tokens' own timestamps,
@@ -17,20 +17,18 @@ after the client stalled would otherwise flatten the rest of the run.
 
 from __future__ import annotations
 
-from time import monotonic
-
 from rich.cells import cell_len
 from textual.app import ComposeResult
-from textual.color import Color
 from textual.containers import Horizontal, Vertical
 from textual.widget import Widget
 from textual.widgets import Label, Sparkline
-from textual_plotext import PlotextPlot
 
 from spectui.core.events import RunMetrics, StepEvent, TokenEvent
 from spectui.ui import format as fmt
 from spectui.ui.widgets.bars import PositionBars, StepBars
+from spectui.ui.widgets.rate_plot import RatePlot
 from spectui.ui.widgets.series import RateSeries, StepSeries
+from spectui.ui.widgets.throttle import Throttle
 
 REDRAW_INTERVAL_S = 2.0
 """Charts redraw at most every two seconds, and only when what they show changed: one redraw of
@@ -76,7 +74,7 @@ class ChartsPane(Horizontal):
         self.position_rates: list[float] = []
         self.unsplit_steps = 0
         """Steps whose accepted drafts cannot be placed by position (`RunMetrics.steps_unsplit`)."""
-        self._last_replot = 0.0
+        self._throttle = Throttle(self, REDRAW_INTERVAL_S, self._draw)
         self._plotted: tuple[list[tuple[float, float]], int] | None = None
         """The tokens/s series the plot shows and its width (None: not drawn yet)."""
         self._dirty = False
@@ -85,7 +83,7 @@ class ChartsPane(Horizontal):
         with Vertical(id="chart-tps"):
             yield Label("tokens/s", id="tps-title", classes="chart-title")
             yield Sparkline([], id="tps-spark", classes="compact")
-            yield PlotextPlot(id="tps-plot", classes="full")
+            yield RatePlot(id="tps-plot", classes="full")
         with Vertical(id="chart-steps"):
             yield Label("accepted per step", id="steps-title", classes="chart-title")
             yield StepBars(id="step-bars")
@@ -93,12 +91,9 @@ class ChartsPane(Horizontal):
             yield Label("accept by position", id="positions-title", classes="chart-title")
             yield PositionBars(id="position-bars")
 
-    def on_mount(self) -> None:
-        self.set_interval(REDRAW_INTERVAL_S, self._tick)
-
     def show_plot(self, shown: bool) -> None:
-        """Show the plotext chart (wide terminals) or not; a chart shown anew is drawn now."""
-        plot = self.query_one("#tps-plot", PlotextPlot)
+        """Show the line plot (wide terminals) or not; a chart shown anew is drawn now."""
+        plot = self.query_one("#tps-plot", RatePlot)
         plot.display = shown
         # Compared with what it last drew, not with whether it was hidden: a wide screen's CSS
         # can show the chart before this is called, and a run that has ended sends no more data.
@@ -134,23 +129,21 @@ class ChartsPane(Horizontal):
         self.unsplit_steps = metrics.steps_unsplit
         self._dirty = True
 
-    def _tick(self) -> None:
-        if self._dirty:
-            self.replot()
-
     def replot_if_due(self) -> None:
-        """Replot if the charts' data changed and the last replot is old enough.
+        """Replot if the charts' data changed, when the last replot is old enough.
 
         Called as data arrives with a token batch: the charts are then drawn in the frame that
-        draws the tokens, not a frame of their own; the tick only catches a stream gone quiet.
+        draws the tokens, not a frame of their own (`throttle`).
         """
-        if self._dirty and monotonic() - self._last_replot >= REDRAW_INTERVAL_S:
-            self.replot()
+        if self._dirty:
+            self._throttle.soon()
 
     def replot(self) -> None:
-        """Redraw all charts from the series (cheap enough at 1 Hz, too slow per token)."""
+        """Redraw all charts from the series now (cheap enough at 1 Hz, too slow per token)."""
+        self._throttle.now()
+
+    def _draw(self) -> None:
         self._dirty = False
-        self._last_replot = monotonic()
         with self.app.batch_update():
             # Each chart is redrawn only when its own data changed (and only where it is shown):
             # with no drafting, two of the three never change during a run.
@@ -168,14 +161,13 @@ class ChartsPane(Horizontal):
             bars.rates = self.position_rates
             bars.empty = _positions_empty(self.steps, self.unsplit_steps)
             self._set_title("#positions-title", *_positions_titles(self.unsplit_steps))
-            plot = self.query_one("#tps-plot", PlotextPlot)
+            plot = self.query_one("#tps-plot", RatePlot)
             if plot.display and (data := self._plot_data(plot)) != self._plotted:
                 self._plotted = data
                 self._plot_tps(plot, data[0])
 
-    def _plot_data(self, plot: PlotextPlot) -> tuple[list[tuple[float, float]], int]:
-        # Two points a cell: plotext draws braille-like quarter cells, and its cost grows with
-        # the points (600 of them: ~10 ms a redraw, 120: ~4 ms).
+    def _plot_data(self, plot: RatePlot) -> tuple[list[tuple[float, float]], int]:
+        # Two points a cell: the plot draws quarter cells, two across each.
         width = _columns(plot)
         return self.tps(2 * width), width
 
@@ -185,18 +177,14 @@ class ChartsPane(Horizontal):
         if short is not None and cell_len(text) > label.size.width > 0:
             text = short
         if str(label.content) != text:
-            label.update(text)
+            # A title is one line of the chart's full width (CSS), so its size never changes:
+            # no layout, which would re-render the whole screen (~25 ms at 120x40) every replot.
+            label.update(text, layout=False)
 
-    def _plot_tps(self, plot: PlotextPlot, tps: list[tuple[float, float]]) -> None:
-        plt = plot.plt
-        plt.clear_figure()
-        plt.xlabel("s")
-        if tps:
-            colour = Color.parse(self.app.theme_variables.get("primary", "white")).rgb
-            plt.plot([t for t, _ in tps], [r for _, r in tps], color=colour)
-            top = scale_top([r for _, r in tps], self.rates.mean_rate)
-            plt.ylim(0, top * 1.1 or 1)
-        plot.refresh()
+    def _plot_tps(self, plot: RatePlot, tps: list[tuple[float, float]]) -> None:
+        origin = self.rates.origin or 0.0
+        top = scale_top([rate for _, rate in tps], self.rates.mean_rate)
+        plot.show([(t - origin, rate) for t, rate in tps], top)
 
 
 def _columns(widget: Widget) -> int:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from time import monotonic
 from typing import ClassVar, Self
 
 from rich.cells import cell_len
@@ -23,7 +22,6 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Region, Size
 from textual.strip import Strip
-from textual.timer import Timer
 from textual.widget import Widget
 
 from spectui.core.compare.whatif import hint
@@ -31,6 +29,7 @@ from spectui.core.events import DrafterStats, MemoryEvent, RunMetrics, StepEvent
 from spectui.ui import format as fmt
 from spectui.ui.widgets.drafters import drafter_keys
 from spectui.ui.widgets.labels import fit, shorten, wrap_label
+from spectui.ui.widgets.throttle import Throttle
 from spectui.ui.widgets.token_looks import TOKEN_CLASSES, TOKEN_CSS
 
 
@@ -159,14 +158,11 @@ HEADER_LINES = 6
 """The most lines a run's config takes at the head of its column (`wrap_label`): a chain of three
 types with its draft lengths in an 80-column terminal's 11-cell column takes five."""
 
-QUIET_REDRAW_S = 1.0
-"""Numbers held back by the throttle are drawn after this long when no newer update comes."""
-
 REDRAW_INTERVAL_S = 0.9
 """Snapshots and memory samples redraw the table at most this often: numbers changing faster
 than once a second are hard to read, and each redraw costs a few lines of a frame and ~1 ms
 (with token batches every 0.25 s: every fourth batch, 1 Hz). A run's start and end redraw at
-once."""
+once (`throttle.Throttle`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,8 +210,7 @@ class MetricsPane(Widget):
         self.current: RunColumn | None = None
         self.previous: RunColumn | None = None
         self.memory: MemoryEvent | None = None
-        self._last_redraw = 0.0
-        self._redraw_timer: Timer | None = None
+        self._throttle = Throttle(self, REDRAW_INTERVAL_S, self._redraw)
         self._strips: list[Strip] | None = None
         self._strips_width = 0
         self._looks_now: _Looks | None = None
@@ -263,26 +258,13 @@ class MetricsPane(Widget):
     def update_metrics(self, metrics: RunMetrics) -> None:
         if self.current is not None:
             self.current = self.current.with_metrics(metrics)
-            self._redraw_soon()
+            self._throttle.soon()
 
     def update_memory(self, memory: MemoryEvent) -> None:
         self.memory = memory
-        self._redraw_soon()
-
-    def _redraw_soon(self) -> None:
-        """Redraw now if `REDRAW_INTERVAL_S` has passed since the last redraw, else with a later
-        update. Updates come with the token batches, so a redraw lands in the frame that draws
-        the tokens instead of a frame of its own; a timer catches a stream that went quiet."""
-        if monotonic() - self._last_redraw >= REDRAW_INTERVAL_S:
-            self._redraw()
-        elif self._redraw_timer is None:
-            self._redraw_timer = self.set_timer(QUIET_REDRAW_S, self._redraw)
+        self._throttle.soon()
 
     def _redraw(self) -> None:
-        if self._redraw_timer is not None:
-            self._redraw_timer.stop()
-        self._redraw_timer = None
-        self._last_redraw = monotonic()
         old, width = self._strips, self.size.width
         if old is None or self._strips_width != width:
             self.refresh()
