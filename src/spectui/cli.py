@@ -14,6 +14,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from spectui import __version__
 from spectui.commands import (
@@ -33,9 +34,10 @@ from spectui.commands import (
 )
 from spectui.commands.command import Command, Invocation, RootCommand, Runnable
 from spectui.commands.launch_options import flag_settings
-from spectui.config import Settings, load_settings, state_dir
 from spectui.core.errors import SpectuiError
-from spectui.core.files import write_new
+
+if TYPE_CHECKING:
+    from spectui.config import Settings
 
 COMMANDS: tuple[Command, ...] = (
     stream,
@@ -87,6 +89,8 @@ def split_extra(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 def settings_from(args: argparse.Namespace, extra: list[str]) -> Settings:
     """Settings from file and env, with the command-line flags on top."""
+    from spectui.config import load_settings
+
     settings = load_settings()
     update = flag_settings(vars(args))
     if extra:
@@ -96,6 +100,9 @@ def settings_from(args: argparse.Namespace, extra: list[str]) -> Settings:
 
 def _report_crash(error: BaseException) -> str:
     """Write the traceback to a file; return where (the user sees one line, not a traceback)."""
+    from spectui.config import state_dir
+    from spectui.core.files import write_new
+
     folder = state_dir() / "crashes"
     try:
         # Owner-only and never through a symlink: a traceback can hold prompts and paths.

@@ -65,7 +65,7 @@ async def tui_request(settings: Settings, prompt: Any) -> GenerationRequest:
 def stream_request(monkeypatch: pytest.MonkeyPatch, *argv: str) -> GenerationRequest:
     """The request `spectui stream` sends for ``argv``."""
     engine = FakeEngine()
-    monkeypatch.setattr("spectui.commands.stream.build_engine", lambda settings: engine)
+    monkeypatch.setattr("spectui.app_setup.build_engine", lambda settings: engine)
     assert main(["stream", *argv]) == 0
     return engine.runs[0]
 
@@ -90,7 +90,7 @@ def compare_requests(
             engine.requests = requests
             return engine
 
-    monkeypatch.setattr("spectui.commands.compare.compare_setup", lambda settings, **_: Setup())
+    monkeypatch.setattr("spectui.app_setup.compare_setup", lambda settings, **_: Setup())
     out = tmp_path / "r.json"
     code = main(["compare", "--config", "none", "--reps", "1", "--no-chart", "--json", str(out),
                  *argv])  # fmt: skip

@@ -191,7 +191,7 @@ async def test_compare_arrivals_runs_end_to_end_on_scripted_engines(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     setup = FakeSetup()
-    monkeypatch.setattr(compare_command, "compare_setup", lambda settings, **_: setup)
+    monkeypatch.setattr("spectui.app_setup.compare_setup", lambda settings, **_: setup)
     folder = workload(tmp_path / "rec", [0.0, 0.01, 0.02])
     out = tmp_path / "r.json"
     args = compare_options(
@@ -227,7 +227,7 @@ def _refused(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> str:
-    monkeypatch.setattr(compare_command, "compare_setup", lambda settings, **_: FakeSetup())
+    monkeypatch.setattr("spectui.app_setup.compare_setup", lambda settings, **_: FakeSetup())
     out = tmp_path / "out"
     out.mkdir()
     code = main(["compare", "--config", "ngram-mod", "--json", str(out / "r.json"), *args])

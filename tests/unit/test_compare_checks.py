@@ -254,7 +254,7 @@ async def _run_compare(
 ) -> tuple[FakeSetup, CompareDocument]:
     """`spectui compare` with ``args`` on scripted engines; the results document it wrote."""
     setup = FakeSetup()
-    monkeypatch.setattr(compare_command, "compare_setup", lambda settings, **_: setup)
+    monkeypatch.setattr("spectui.app_setup.compare_setup", lambda settings, **_: setup)
     code = await compare_command._compare(Settings(), compare_options(no_chart=True, **args))
     assert code == 0
     out = args.get("resume") or args["json_out"]

@@ -498,7 +498,7 @@ async def test_a_level_above_the_servers_slots_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     setup = _setup(["--parallel", "2"])
-    monkeypatch.setattr(compare_command, "compare_setup", lambda settings, **_: setup)
+    monkeypatch.setattr("spectui.app_setup.compare_setup", lambda settings, **_: setup)
     monkeypatch.setattr(compare_command, "_new_document", lambda *a: document(levels_plan((1, 4))))
     out = tmp_path / "r.json"
     args = compare_options(no_chart=True, concurrency=(1, 4), json_out=out, csv_out=None)
@@ -516,7 +516,7 @@ async def test_a_concurrent_compare_runs_end_to_end_on_scripted_engines(
             return self.engines[-1]
 
     setup = Slots()
-    monkeypatch.setattr(compare_command, "compare_setup", lambda settings, **_: setup)
+    monkeypatch.setattr("spectui.app_setup.compare_setup", lambda settings, **_: setup)
     out, runs_csv = tmp_path / "r.json", tmp_path / "runs.csv"
     args = compare_options(
         no_chart=True,

@@ -47,7 +47,7 @@ def test_an_interrupted_compare_says_how_to_continue(
 ) -> None:
     model = target(tmp_path / "m.gguf", "gemma3")
     setup = Setup(model=model)
-    monkeypatch.setattr("spectui.commands.compare.compare_setup", lambda *_, **__: setup)
+    monkeypatch.setattr("spectui.app_setup.compare_setup", lambda *_, **__: setup)
     out = tmp_path / "r.json"
     assert main(["compare", "--json", str(out), "--no-chart", "--model", str(model)]) == 130
     lines = capsys.readouterr().err.strip().splitlines()

@@ -19,7 +19,7 @@ from .compare_helpers import compare_options
 
 async def _compare(monkeypatch: pytest.MonkeyPatch, **args: object) -> Path:
     setup = FakeSetup()
-    monkeypatch.setattr(compare_command, "compare_setup", lambda settings, **_: setup)
+    monkeypatch.setattr("spectui.app_setup.compare_setup", lambda settings, **_: setup)
     options = compare_options(no_chart=True, **args)
     assert await compare_command._compare(Settings(), options) == 0
     out = args.get("resume") or args["json_out"]
@@ -65,7 +65,7 @@ async def test_identical_answers_is_in_the_plan_and_a_resume_rejudges(
             return [TokenProb(token="forty ", prob=0.41), TokenProb(token="Forty ", prob=0.40)]
 
     setup = Changing()
-    monkeypatch.setattr(compare_command, "compare_setup", lambda settings, **_: setup)
+    monkeypatch.setattr("spectui.app_setup.compare_setup", lambda settings, **_: setup)
     monkeypatch.setattr(compare_command, "divergence_prober", lambda engine: NearTie())
     out = tmp_path / "r.json"
     args = compare_options(

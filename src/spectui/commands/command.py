@@ -9,9 +9,12 @@ module exports:
   the parsed command line by ``Options.from_namespace``;
 * ``run(options, invocation)``: does the command and returns the exit status.
 
-Adding a command is writing such a module and naming it in `spectui.cli.COMMANDS`. The command
-with no word, the live TUI (`commands.tui`), is the same but for ``add_parser``: its flags are
-the top-level parser's (``add_arguments(parser)``).
+Adding a command is writing such a module and naming it in `spectui.cli.COMMANDS`. Every
+spectui process imports every command module (the command line is built from all of them), so
+a module imports at its top only what its parser and options need; what ``run`` needs (the
+engine, the app setup, the UI) it imports inside. The command with no word, the live TUI
+(`commands.tui`), is the same but for ``add_parser``: its flags are the top-level parser's
+(``add_arguments(parser)``).
 """
 
 from __future__ import annotations

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spectui.commands.options import CommandOptions
 from spectui.core.errors import SpectuiError
-from spectui.core.prompts import BuiltinPrompt, builtin_prompt
+
+if TYPE_CHECKING:
+    from spectui.core.prompts import BuiltinPrompt
 
 
 class PromptError(SpectuiError):
@@ -43,6 +46,8 @@ class InlinePromptOptions(CommandOptions):
 
     def chosen_prompt(self) -> str | BuiltinPrompt | None:
         """The prompt given, if any (a built-in prompt brings its own length)."""
+        from spectui.core.prompts import builtin_prompt
+
         if self.prompt is not None:
             if not self.prompt.strip():
                 raise PromptError("the prompt is empty")

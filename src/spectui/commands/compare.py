@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from spectui.app_setup import compare_setup, recorder
 from spectui.commands.command import Invocation, Subparsers
 from spectui.commands.common import REQUEST_FLAGS, add_generation_flags, positive
 from spectui.commands.launch_options import add_launch_options
@@ -31,12 +30,11 @@ from spectui.commands.runs import (
     run_results,
     slotted,
 )
-from spectui.config import Settings
-from spectui.core.compare.budget import MemoryBudget, resolve_budget
-from spectui.core.engine.base import Engine
 from spectui.core.errors import SpectuiError
 
 if TYPE_CHECKING:
+    from spectui.config import Settings
+    from spectui.core.compare.budget import MemoryBudget
     from spectui.core.compare.setup import CompareSetup
     from spectui.core.compare.store import CompareDocument
 
@@ -256,9 +254,12 @@ def _new_document(
 
 
 async def _compare(settings: Settings, options: CompareOptions) -> int:
+    from spectui.app_setup import compare_setup, recorder
+    from spectui.core.compare.budget import resolve_budget
     from spectui.core.compare.runner import CompareRunner
     from spectui.core.compare.setup import slot_counter
     from spectui.core.compare.store import finished_seqs, load_document
+    from spectui.core.engine.base import Engine
     from spectui.ui.console.compare import LiveView, print_final
 
     options.refuse(NAME, _REFUSED, _PLAN_FLAGS, CompareUsageError)

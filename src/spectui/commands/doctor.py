@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING
 from spectui.commands.command import Invocation, Subparsers
 from spectui.commands.common import InlinePromptOptions, add_generation_flags
 from spectui.commands.launch_options import add_launch_options
-from spectui.config import Settings
 from spectui.core.errors import SpectuiError
-from spectui.core.prompts import BuiltinPrompt, builtin_prompt
 
 if TYPE_CHECKING:
+    from spectui.config import Settings
     from spectui.core.engine.trial import TrialReport, TypeTrial
 
 NAME = "doctor"
@@ -105,6 +104,7 @@ async def _try(settings: Settings, options: DoctorOptions) -> int:
     from spectui.core.engine.trial import DEFAULT_TRY_TIMEOUT_S, Outcome, Trial
     from spectui.core.llama.binary import find_llama_server, probe_capabilities
     from spectui.core.llama.gguf import check_gguf
+    from spectui.core.prompts import BuiltinPrompt, builtin_prompt
     from spectui.lifecycle import exit_signals
 
     if settings.url:

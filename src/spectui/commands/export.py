@@ -12,10 +12,7 @@ from pathlib import Path
 
 from spectui.commands.command import Invocation, Subparsers
 from spectui.commands.options import CommandOptions
-from spectui.commands.replay import load_sessions
-from spectui.commands.stream import summary_line
 from spectui.core.errors import SpectuiError
-from spectui.ui.export import FORMATS, render
 
 NAME = "export"
 
@@ -28,6 +25,8 @@ class ExportError(SpectuiError):
 
 def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
     """Register `spectui export`."""
+    from spectui.ui.export import FORMATS
+
     export = commands.add_parser(
         NAME, help="write a session's coloured transcript as svg, html, ansi or cast"
     )
@@ -59,6 +58,10 @@ Options = ExportOptions
 
 def run(options: ExportOptions, invocation: Invocation) -> int:
     """Run `spectui export`; returns the exit status."""
+    from spectui.commands.replay import load_sessions
+    from spectui.commands.stream import summary_line
+    from spectui.ui.export import FORMATS, render
+
     settings = invocation.settings
     (session,) = load_sessions([options.file])
     content = render(session, options.to, settings, summary_line)

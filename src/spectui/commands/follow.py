@@ -10,18 +10,16 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spectui.commands.command import Invocation, Subparsers
 from spectui.commands.options import CommandOptions
-from spectui.config import Settings, live_dir
 from spectui.core.errors import SpectuiError
-from spectui.core.sessions.recording import SUFFIX
-from spectui.core.sessions.tail import (
-    STOPPED_AFTER_S,
-    WAITING_AFTER_S,
-    FollowOptions,
-    looks_like_session,
-)
+from spectui.core.sessions.tail import STOPPED_AFTER_S, WAITING_AFTER_S
+
+if TYPE_CHECKING:
+    from spectui.config import Settings
+    from spectui.core.sessions.tail import FollowOptions
 
 NAME = "follow"
 
@@ -46,6 +44,8 @@ def seconds(text: str) -> float:
 
 def add_follow_arguments(parser: argparse.ArgumentParser) -> None:
     """What to follow and how patiently (shared with `spectui share`)."""
+    from spectui.config import live_dir
+
     parser.add_argument(
         "target",
         nargs="?",
@@ -103,6 +103,10 @@ def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
 
 def follow_options(settings: Settings, options: FollowCommandOptions) -> FollowOptions:
     """What to follow and how patiently; one clear line for a target that cannot be."""
+    from spectui.config import live_dir
+    from spectui.core.sessions.recording import SUFFIX
+    from spectui.core.sessions.tail import FollowOptions, looks_like_session
+
     target = options.target
     if target is not None and options.live:
         raise FollowArgsError("give a folder or --live, not both")
@@ -141,6 +145,8 @@ def run(options: FollowCommandOptions, invocation: Invocation) -> int:
 def open_live_dir() -> Path:
     """The broadcast folder, made owner-only (0700, as is the folder above it); one clear line
     when it cannot be."""
+    from spectui.config import live_dir
+
     folder = live_dir()
     try:
         folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -12,10 +12,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import SecretStr
-
-from spectui.config import Settings
-
 NOT_FLAG_SETTINGS = frozenset({"record", "api_key", "server_args", "sessions_dir"})
 """Settings no flag sets as it is: ``--record`` names a file (the setting is on/off), the API key
 becomes a secret (`flag_settings`), server arguments come after ``--``, and the sessions folder
@@ -43,6 +39,10 @@ def add_launch_options(parser: argparse.ArgumentParser) -> None:
 def flag_settings(flags: Mapping[str, object]) -> dict[str, Any]:
     """The settings a parsed command line (``vars(args)``) gives: every flag whose destination
     is a `Settings` field, when given; the API key as a secret."""
+    from pydantic import SecretStr
+
+    from spectui.config import Settings
+
     update: dict[str, Any] = {
         name: flags[name]
         for name in Settings.model_fields.keys() - NOT_FLAG_SETTINGS

@@ -20,7 +20,6 @@ from spectui.commands.launch_options import add_launch_options
 from spectui.commands.options import CommandOptions
 from spectui.commands.output import EXIT_PIPE_CLOSED, OutputClosed, ThrottledOutput
 from spectui.core.errors import SpectuiError
-from spectui.core.proxy.models import METRICS_PATH
 
 # The proxy's parts (starlette, uvicorn, prometheus-client) load only when the command runs:
 # the parser is built for every spectui command, and start-up time counts.
@@ -60,6 +59,8 @@ def _count(text: str) -> int:
 
 def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
     """Register `spectui proxy` (with the TUI's server flags)."""
+    from spectui.core.proxy.models import METRICS_PATH
+
     proxy = commands.add_parser(
         NAME,
         help="put spectui between your clients and llama-server: every request, token by token",
@@ -228,6 +229,7 @@ class JsonlWriter:
         """Print the record; a closed pipe stops the proxy (through ``on_closed``)."""
         # One record per request, not per token: flushing each at once costs nothing and lets
         # a closed pipe be noticed now rather than one request later.
+
         try:
             line = json.dumps(request_record(record), ensure_ascii=False)
             if not line.isascii():

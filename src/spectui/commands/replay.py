@@ -7,12 +7,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spectui.commands.command import Invocation, Subparsers
 from spectui.commands.options import CommandOptions
 from spectui.core.errors import SpectuiError
-from spectui.core.sessions.file import Session, read_session
-from spectui.core.sessions.replay import SPEEDS, recompute
+
+if TYPE_CHECKING:
+    from spectui.core.sessions.file import Session
 
 NAME = "replay"
 
@@ -29,6 +31,8 @@ class ReplayArgsError(SpectuiError):
 
 def parse_speed(text: str) -> float | None:
     """'0.5', '1', '2', 'max' (or any positive number); None means as fast as possible."""
+    from spectui.core.sessions.replay import SPEEDS
+
     if text in SPEEDS:
         return SPEEDS[text]
     try:
@@ -66,6 +70,8 @@ def add_parser(commands: Subparsers) -> argparse.ArgumentParser:
 
 def load_sessions(paths: list[Path]) -> list[Session]:
     """Read each file; report on stderr where a damaged one stopped (it still plays)."""
+    from spectui.core.sessions.file import read_session
+
     sessions = [read_session(path) for path in paths]
     for session in sessions:
         if session.problem:
@@ -82,6 +88,7 @@ def load_sessions(paths: list[Path]) -> list[Session]:
 def summary_json(session: Session) -> dict[str, object]:
     """The recomputed summary in the shape of `spectui stream --format jsonl`'s summary line."""
     from spectui.commands.stream import summary_record
+    from spectui.core.sessions.replay import recompute
 
     return summary_record(recompute(session).summary)
 

@@ -16,11 +16,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from spectui.commands.results import ResultsOptions
-from spectui.config import Settings, state_dir
-from spectui.lifecycle import run_guarded
-
 if TYPE_CHECKING:
+    from spectui.commands.results import ResultsOptions
+    from spectui.config import Settings
     from spectui.core.compare.divergence import Prober
     from spectui.core.compare.setup import CompareSetup
     from spectui.core.compare.store import CompareDocument, ServerOptions
@@ -44,6 +42,8 @@ class SetupFactory(Protocol):
 
 def default_output(command: str) -> Path:
     """A new results file in the state dir: ``compare/compare-20260101-120000.json``."""
+    from spectui.config import state_dir
+
     return state_dir() / command / f"{command}-{datetime.now():%Y%m%d-%H%M%S}.json"
 
 
@@ -149,6 +149,8 @@ async def run_results(
     ``tui`` when asked for (the app stops the server as it quits), else the ``headless`` body,
     guarded so the server stops however it ends; then say how to continue a file left
     incomplete (``cut_short``: that line, or None)."""
+    from spectui.lifecycle import run_guarded
+
     print(announce, file=sys.stderr)
     try:
         if tui is not None:

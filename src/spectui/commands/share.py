@@ -38,13 +38,14 @@ from spectui.commands.follow import (
     add_follow_arguments,
     follow_options,
 )
-from spectui.config import Settings
-from spectui.core.overrides import Override, enabled, why_off
-from spectui.core.sessions.tail import FollowOptions
+from spectui.core.overrides import Override
 
 if TYPE_CHECKING:
     from aiohttp import web
     from aiohttp.typedefs import Handler, Middleware
+
+    from spectui.config import Settings
+    from spectui.core.sessions.tail import FollowOptions
 
 NAME = "share"
 
@@ -81,6 +82,8 @@ def _handlers_present() -> bool:
 
 def serve_handlers_enabled() -> bool:
     """Whether `ShareServer` may mount textual-serve's handlers in this process."""
+    from spectui.core.overrides import enabled
+
     return enabled(SERVE_HANDLERS, _handlers_present)
 
 
@@ -338,6 +341,8 @@ def run(options: ShareOptions, invocation: Invocation) -> int:
 def _serve_stock(command: str, listen: Listen) -> int:
     """textual-serve's own server (its public API): no token and no viewer limit, so loopback
     only."""
+    from spectui.core.overrides import why_off
+
     if not listen.loopback:
         raise FollowArgsError(
             f"a share beyond this machine needs its token guard, which mounts textual-serve"

@@ -8,14 +8,12 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from spectui.app_setup import build_engine, recorder_for, request_for
 from spectui.commands.command import Invocation, Subparsers
 from spectui.commands.common import PromptError, PromptOptions, add_prompt_flags
 from spectui.commands.launch_options import add_launch_options
 from spectui.commands.output import EXIT_PIPE_CLOSED, OutputClosed, ThrottledOutput
-from spectui.config import Settings
 from spectui.core.events import (
     EngineEvent,
     ErrorEvent,
@@ -28,8 +26,9 @@ from spectui.core.events import (
     TokenEvent,
     TokenOrigin,
 )
-from spectui.core.sessions.recording import recording_notes
-from spectui.lifecycle import run_guarded
+
+if TYPE_CHECKING:
+    from spectui.config import Settings
 
 NAME = "stream"
 
@@ -186,6 +185,10 @@ class StreamOptions(PromptOptions):
 
 
 async def _stream(settings: Settings, options: StreamOptions) -> int:
+    from spectui.app_setup import build_engine, recorder_for, request_for
+    from spectui.core.sessions.recording import recording_notes
+    from spectui.lifecycle import run_guarded
+
     prompt = options.chosen_prompt()
     if prompt is None:
         raise PromptError("give a prompt: --prompt TEXT, --prompt-file FILE or --builtin KEY")

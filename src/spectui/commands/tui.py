@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from spectui.app_setup import build_engine, recorder
 from spectui.commands.command import Invocation
 from spectui.commands.common import PromptOptions, add_prompt_flags
 from spectui.commands.launch_options import add_launch_options
-from spectui.config import Settings
-from spectui.core.engine.live import DemoModelMissingError
+
+if TYPE_CHECKING:
+    from spectui.config import Settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,6 +56,8 @@ Options = TuiOptions
 
 def run(options: TuiOptions, invocation: Invocation) -> int:
     """Build the engine (all checks before any process starts), then run the app."""
+    from spectui.app_setup import build_engine, recorder
+    from spectui.core.engine.live import DemoModelMissingError
     from spectui.ui.apps.live import run_no_model, run_tui
 
     settings = invocation.settings

@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from spectui.app_setup import compare_setup
 from spectui.commands.command import Invocation, Subparsers
 from spectui.commands.common import REQUEST_FLAGS, add_generation_flags, positive
 from spectui.commands.launch_options import add_launch_options
@@ -30,10 +29,10 @@ from spectui.commands.runs import (
     run_results,
     slotted,
 )
-from spectui.config import Settings
 from spectui.core.errors import SpectuiError
 
 if TYPE_CHECKING:
+    from spectui.config import Settings
     from spectui.core.compare.setup import CompareSetup
     from spectui.core.tune.models import TuneDocument
 
@@ -169,6 +168,7 @@ def load_tune(path: Path) -> TuneDocument:
 
 
 def _new(settings: Settings, options: TuneOptions) -> tuple[TuneDocument, CompareSetup]:
+    from spectui.app_setup import compare_setup
     from spectui.core.compare.budget import resolve_budget
     from spectui.core.compare.prompt_files import load_prompts
     from spectui.core.tune.setup import new_tune
@@ -198,6 +198,7 @@ def _new(settings: Settings, options: TuneOptions) -> tuple[TuneDocument, Compar
 def _resumed(
     settings: Settings, options: TuneOptions, path: Path
 ) -> tuple[TuneDocument, CompareSetup]:
+    from spectui.app_setup import compare_setup
     from spectui.core.tune.report import refreshed
 
     document = load_tune(path)
