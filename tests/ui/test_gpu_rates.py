@@ -27,7 +27,6 @@ from spectui.core.events import (
     EventStream,
     MetricsEvent,
     RunMetrics,
-    ServerState,
     StepEvent,
     SummaryEvent,
     TokenEvent,
@@ -41,7 +40,7 @@ from spectui.ui.widgets.charts import from_zero
 from spectui.ui.widgets.metrics import MetricsPane
 from spectui.ui.widgets.tokens import TokenView
 
-from .ui_helpers import main_screen, settle
+from .ui_helpers import idle_after, main_screen, settle
 
 SnapCompare = Callable[..., bool]
 SIZES = {"80x24": (80, 24), "120x36": (120, 36)}
@@ -193,22 +192,6 @@ LONG_CHAIN = SpecConfig(
 )
 
 
-def _ready(app: SpectuiApp, runs: int) -> Callable[[], bool]:
-    def check() -> bool:
-        screen = app.main_screen
-        engine = app.engine
-        assert isinstance(engine, FakeEngine)
-        return (
-            screen is not None
-            and len(engine.runs) == runs
-            and not screen.running
-            and screen.operation is None
-            and screen.state is ServerState.READY
-        )
-
-    return check
-
-
 def _ended_well(app: SpectuiApp) -> None:
     current = main_screen(app).metrics.current
     assert current is not None and current.status == "limit", current
@@ -217,7 +200,7 @@ def _ended_well(app: SpectuiApp) -> None:
 async def _one_run(pilot: Pilot[None]) -> None:
     app = pilot.app
     assert isinstance(app, SpectuiApp)
-    await settle(pilot, _ready(app, runs=1))
+    await settle(pilot, idle_after(app, runs=1))
     _ended_well(app)
     main_screen(app).charts.replot()
     await pilot.pause()
@@ -229,12 +212,12 @@ async def _run_then_chain(pilot: Pilot[None]) -> None:
     assert isinstance(app, SpectuiApp)
     engine = app.engine
     assert isinstance(engine, FakeEngine)
-    await settle(pilot, _ready(app, runs=1))
+    await settle(pilot, idle_after(app, runs=1))
     engine.spec = LONG_CHAIN  # (the restart relaunches with the engine's spec)
     await pilot.press("R")
     await settle(pilot, lambda: main_screen(app).operation is None)
     await pilot.press("r")
-    await settle(pilot, _ready(app, runs=2))
+    await settle(pilot, idle_after(app, runs=2))
     _ended_well(app)
     main_screen(app).charts.replot()
     await pilot.pause()

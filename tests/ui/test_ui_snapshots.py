@@ -18,35 +18,19 @@ from spectui.core.events import ServerState
 from spectui.ui.apps.live import SpectuiApp
 from spectui.ui.themes import SHIPPED_THEMES
 
-from .ui_helpers import main_screen, settle
+from .ui_helpers import idle_after, main_screen, settle
 
 SnapCompare = Callable[..., bool]
 SIZES = {"80x24": (80, 24), "160x48": (160, 48)}
-
-
-def _idle(app: SpectuiApp, runs: int) -> Callable[[], bool]:
-    def check() -> bool:
-        screen = app.main_screen
-        engine = app.engine
-        assert isinstance(engine, FakeEngine)
-        return (
-            screen is not None
-            and len(engine.runs) == runs
-            and not screen.running
-            and screen.operation is None
-            and screen.state is ServerState.READY
-        )
-
-    return check
 
 
 async def _run_then_switch(pilot: Pilot[None]) -> None:
     """A run with ngram-simple, then a switch to ngram-mod and its re-run: both columns filled."""
     app = pilot.app
     assert isinstance(app, SpectuiApp)
-    await settle(pilot, _idle(app, runs=1))
+    await settle(pilot, idle_after(app, runs=1))
     await pilot.press("t", "down", "enter")
-    await settle(pilot, _idle(app, runs=2))
+    await settle(pilot, idle_after(app, runs=2))
     main_screen(app).charts.replot()
     await pilot.pause()
 
