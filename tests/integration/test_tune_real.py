@@ -35,7 +35,9 @@ from .outside import FAST, ServerWatch, interrupt_after
 pytestmark = pytest.mark.server
 
 
-N_PREDICT = 32
+N_PREDICT = 16
+"""Tokens per run: the n-gram types draft on table-row from its first tokens; every run of the
+race (up to six rounds on a busy machine) costs in proportion."""
 STOP_AFTER = 5
 """Runs before the simulated interruption (in round 1, mid-way through a config's block)."""
 FLAGS = ["--n-predict", str(N_PREDICT), "--ctx-size", "1024"]
