@@ -39,6 +39,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "dashboards" / "spectui.json"
 SCRAPE_CONFIG = ROOT / "dashboards" / "prometheus.yml"
 PROMPT = "Count: 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2,"
+TOKENS = 24
+"""Tokens per generation: the counting prompt drafts within a few, and every series the
+dashboard reads exists after one request."""
 GIVE_UP_S = 180
 """How long a wait may take before the test fails on what it finds (never a pass condition)."""
 WINDOW = "1m"
@@ -155,16 +158,16 @@ def _traffic(proxy_url: str) -> int:
     """One round of streamed generations through the proxy; returns how many were sent."""
     client = openai.OpenAI(base_url=proxy_url + "/v1", api_key="none", max_retries=0)
     completion = client.completions.create(
-        model="gemma", prompt=PROMPT, max_tokens=48, temperature=0, stream=True
+        model="gemma", prompt=PROMPT, max_tokens=TOKENS, temperature=0, stream=True
     )
     assert "".join(c.choices[0].text for c in completion if c.choices)
     chat = client.chat.completions.create(
         model="gemma",
         messages=[{"role": "user", "content": "Repeat exactly, twice: " + PROMPT}],
-        max_tokens=48, temperature=0, stream=True,
+        max_tokens=TOKENS, temperature=0, stream=True,
     )  # fmt: skip
     assert "".join(c.choices[0].delta.content or "" for c in chat if c.choices)
-    body = {"prompt": PROMPT, "n_predict": 48, "stream": True, "temperature": 0}
+    body = {"prompt": PROMPT, "n_predict": TOKENS, "stream": True, "temperature": 0}
     with httpx.stream("POST", proxy_url + "/completion", json=body, timeout=120) as reply:
         assert reply.status_code == 200
         assert b"content" in reply.read()
