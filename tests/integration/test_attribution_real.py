@@ -90,9 +90,9 @@ async def test_steps_and_histogram_equal_server_metrics(engine_for, spec_type: s
 
 async def test_none_drafts_nothing(engine_for) -> None:
     engine = await engine_for("none")
-    events = await run_all(engine, GenerationRequest(prompt=CODE.text, n_predict=60))
+    events = await run_all(engine, GenerationRequest(prompt=CODE.text, n_predict=20))
     summary = summary_of(events)
-    assert summary.metrics.tokens == 60
+    assert summary.metrics.tokens == 20
     assert (summary.metrics.drafted, summary.metrics.steps) == (0, 0)
     assert all(e.origin is TokenOrigin.TARGET for e in events if isinstance(e, TokenEvent))
 
@@ -100,7 +100,7 @@ async def test_none_drafts_nothing(engine_for) -> None:
 async def test_self_draft_accepts_everything(engine_for, gemma_model: Path) -> None:
     engine = await engine_for("draft-simple", draft_model=gemma_model, draft_n_max=4)
     prompt = "Write the numbers from 1 to 30 separated by commas:"
-    summary = summary_of(await run_all(engine, GenerationRequest(prompt=prompt, n_predict=60)))
+    summary = summary_of(await run_all(engine, GenerationRequest(prompt=prompt, n_predict=30)))
     assert summary.metrics.drafted > 0
     assert summary.metrics.accepted == summary.metrics.drafted
 
