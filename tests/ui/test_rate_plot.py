@@ -1,4 +1,4 @@
-"""The tokens/s line plot and the redraw throttle the number panes share (#29 performance guard).
+"""The tokens/s line plot, the kept-strips charts and the redraw throttle (#29 performance guard).
 
 The plot: any series draws a connected line inside its canvas, in the theme's colours after a
 theme change. The throttle: a pane fed faster than its interval redraws once per interval, in
@@ -11,10 +11,13 @@ from itertools import pairwise
 
 from hypothesis import given
 from hypothesis import strategies as st
+from rich.segment import Segment
 from textual.app import App, ComposeResult
+from textual.strip import Strip
 from textual.widget import Widget
 
 from helpers.wait import await_until
+from spectui.ui.widgets.kept import KeptStrips
 from spectui.ui.widgets.rate_plot import AXIS_ROWS, QUADRANTS, RatePlot, glyph_rows, trace
 from spectui.ui.widgets.throttle import Throttle
 
@@ -107,4 +110,41 @@ async def test_data_faster_than_the_interval_redraws_once_and_quiet_data_still_s
         assert pane.redraws == 2
         await await_until(lambda: pane.redraws == 3, "the quiet data drawn by the timer")
         await pilot.pause()
+        await app.action_quit()
+
+
+class Rows(KeptStrips):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows = ["a", "b", "c", "d"]
+        self.drawn: list[int] = []
+
+    def data_key(self) -> object:
+        return tuple(self.rows)
+
+    def build(self) -> list[Strip]:
+        return [Strip([Segment(row)]).crop_extend(0, self.size.width, None) for row in self.rows]
+
+    def render_line(self, y: int) -> Strip:
+        self.drawn.append(y)
+        return super().render_line(y)
+
+
+class RowsApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Rows()
+
+
+async def test_new_data_redraws_only_the_rows_that_changed() -> None:
+    app = RowsApp()
+    async with app.run_test(size=(20, 6)) as pilot:
+        widget = app.query_one(Rows)
+        await await_until(lambda: 3 in widget.drawn, "the first frame")
+        widget.drawn.clear()
+        widget.rows = ["a", "b", "C", "d"]
+        widget.redraw()
+        await await_until(lambda: widget.drawn, "a frame with the change")
+        await pilot.pause()
+        assert set(widget.drawn) == {2}
+        assert widget.render_line(2).text.startswith("C")
         await app.action_quit()

@@ -2,10 +2,8 @@
 
 A fixed scale matters for both: a sparkline's min–max scaling would make 90 % against 80 % look
 like full against empty, and a run whose every step accepted its whole draft look empty. Both
-draw their cells straight into strips (a `Text` laid out by Textual cost ~4 ms a redraw, as much
-as the rest of a token frame) and keep them until the data, the size or the styles change.
-A style change is told by `notify_style_update`, not by comparing `rich_style` per line: that
-walks the ancestors' backgrounds (~0.08 ms), a third of what drawing a kept line costs.
+draw their cells straight into strips, kept until the data, the size or the styles change
+(`kept.KeptStrips`).
 """
 
 from __future__ import annotations
@@ -15,8 +13,8 @@ from typing import ClassVar
 from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
-from textual.widget import Widget
 
+from spectui.ui.widgets.kept import KeptStrips
 from spectui.ui.widgets.series import StepColumn
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
@@ -47,7 +45,7 @@ def _column_rows(eighths: list[int], height: int, cell: int, gap: bool) -> list[
     return rows
 
 
-class PositionBars(Widget):
+class PositionBars(KeptStrips):
     """Vertical bars, one per draft position, on a fixed 0–100% scale."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"bars--bar", "bars--axis"}
@@ -62,27 +60,16 @@ class PositionBars(Widget):
         self.rates: list[float] = []
         self.empty = "no drafts yet"
         """Said instead of bars while there are no rates."""
-        self._key: object = None
-        self._lines: list[Strip] = []
 
     def cells(self, rates: list[float]) -> list[int]:
         """The bars' heights in eighths of a cell, as drawn at the current size."""
         height = max(1, self.size.height - 1)
         return [round(rate * height * 8) for rate in rates]
 
-    def render_line(self, y: int) -> Strip:
-        key = (tuple(self.rates), self.empty, self.size)
-        if key != self._key:
-            self._key, self._lines = key, self._build()
-        if y < len(self._lines):
-            return self._lines[y]
-        return Strip.blank(self.size.width, self.rich_style)
+    def data_key(self) -> object:
+        return tuple(self.rates), self.empty
 
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        self._key = None  # (the theme changed: the lines carry the old colours)
-
-    def _build(self) -> list[Strip]:
+    def build(self) -> list[Strip]:
         base = self.rich_style
         bar = base + self.get_component_rich_style("bars--bar")
         axis = base + self.get_component_rich_style("bars--axis")
@@ -99,7 +86,7 @@ class PositionBars(Widget):
         return lines
 
 
-class StepBars(Widget):
+class StepBars(KeptStrips):
     """Accepted drafts per step over the whole run, from 0 to the longest draft.
 
     One column per step while the steps fit, else per group of consecutive steps, as high as
@@ -121,14 +108,12 @@ class StepBars(Widget):
         self.columns: tuple[StepColumn, ...] = ()
         self.top = 0
         """The scale's top: the longest draft of the run."""
-        self._key: object = None
-        self._lines: list[Strip] = []
 
     def show(self, columns: list[StepColumn], top: int) -> None:
         """New data; redrawn only when it changed."""
         if tuple(columns) != self.columns or top != self.top:
             self.columns, self.top = tuple(columns), top
-            self.refresh()
+            self.redraw()
 
     def eighths(self) -> list[int]:
         """The columns' heights in eighths of a cell, as drawn at the current size."""
@@ -138,19 +123,10 @@ class StepBars(Widget):
             for column in self.columns
         ]
 
-    def render_line(self, y: int) -> Strip:
-        key = (self.columns, self.top, self.size)
-        if key != self._key:
-            self._key, self._lines = key, self._build()
-        if y < len(self._lines):
-            return self._lines[y]
-        return Strip.blank(self.size.width, self.rich_style)
+    def data_key(self) -> object:
+        return self.columns, self.top
 
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        self._key = None  # (the theme changed: the lines carry the old colours)
-
-    def _build(self) -> list[Strip]:
+    def build(self) -> list[Strip]:
         base = self.rich_style
         width = self.size.width
         axis = base + self.get_component_rich_style("bars--axis")

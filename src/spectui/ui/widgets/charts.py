@@ -156,10 +156,9 @@ class ChartsPane(Horizontal):
             step_bars.show(self.steps.columns(_columns(step_bars)), self.steps.top)
             self._set_title("#steps-title", *_steps_titles(self.steps))
             bars = self.query_one(PositionBars)
-            if bars.cells(bars.rates) != bars.cells(self.position_rates):
-                bars.refresh()  # (rates move a little with every step; the bars seldom do)
             bars.rates = self.position_rates
             bars.empty = _positions_empty(self.steps, self.unsplit_steps)
+            bars.redraw()  # (rates move a little with every step; the bars' rows seldom do)
             self._set_title("#positions-title", *_positions_titles(self.unsplit_steps))
             plot = self.query_one("#tps-plot", RatePlot)
             if plot.display and (data := self._plot_data(plot)) != self._plotted:

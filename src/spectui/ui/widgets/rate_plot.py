@@ -4,7 +4,8 @@ A line over quarter-cell blocks (each cell a 2×2 grid: ``▘▝▀▖▌▞▛�
 scale's top, middle and zero, and an x axis with the run's time at its start, middle and end.
 Drawn here rather than by plotext: at 50 tok/s its redraw (build, then Rich's ANSI decoder,
 ~13 ms for 56×13 cells) was a seventh of the TUI's whole CPU; this one costs well under a
-millisecond and keeps its strips until the data, the size or the styles change.
+millisecond and keeps its strips until the data, the size or the styles change
+(`kept.KeptStrips`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import ClassVar
 from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
-from textual.widget import Widget
+
+from spectui.ui.widgets.kept import KeptStrips
 
 QUADRANTS = " ▘▝▀▖▌▞▛▗▚▐▜▄▙▟█"
 """A cell's glyph by its lit quarters: 1 top left, 2 top right, 4 bottom left, 8 bottom right."""
@@ -67,7 +69,7 @@ def glyph_rows(lit: set[tuple[int, int]], width: int, height: int) -> list[str]:
     return ["".join(QUADRANTS[mask] for mask in row) for row in masks]
 
 
-class RatePlot(Widget):
+class RatePlot(KeptStrips):
     """Tokens/s over the run on a scale from zero to ``top``; see `show`."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"rate-plot--line", "rate-plot--axis"}
@@ -83,28 +85,17 @@ class RatePlot(Widget):
         """(seconds since the run's first token, tokens/s), in time order."""
         self.top = 0.0
         """The scale's top; a rate above it is drawn at the top."""
-        self._key: object = None
-        self._lines: list[Strip] = []
 
     def show(self, points: list[tuple[float, float]], top: float) -> None:
         """New data; redrawn only when it changed."""
         if tuple(points) != self.points or top != self.top:
             self.points, self.top = tuple(points), top
-            self.refresh()
+            self.redraw()
 
-    def render_line(self, y: int) -> Strip:
-        key = (self.points, self.top, self.size)
-        if key != self._key:
-            self._key, self._lines = key, self._build()
-        if y < len(self._lines):
-            return self._lines[y]
-        return Strip.blank(self.size.width, self.rich_style)
+    def data_key(self) -> object:
+        return self.points, self.top
 
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        self._key = None  # (the theme changed: the lines carry the old colours; see `bars`)
-
-    def _build(self) -> list[Strip]:
+    def build(self) -> list[Strip]:
         base = self.rich_style
         width, height = self.size.width, self.size.height
         line = base + self.get_component_rich_style("rate-plot--line")
