@@ -15,7 +15,10 @@ core.
                                [--src DIR=LABEL ...]
 
 `--src` runs the proxy from another source tree too (an older checkout: `git archive`), every
-mode of each source in the same rounds, for a before/after paired in one run.
+mode of each source in the same rounds, for a before/after paired in one run. Compare the bytes
+written only between runs from the same folder: a copy of this very tree run from elsewhere
+wrote ~20 % more (its CPU the same). On a loaded machine a run's CPU moves by ~10 %;
+`slots_steps.py` times each step of the view in-process, where one step's change shows.
 """
 
 from __future__ import annotations
