@@ -3,7 +3,7 @@
 stream (`streams.long_payloads`) straight into the hub, as the relay would (no sockets, no
 terminal). Over the window, the CPU time (`time.process_time`) spent in each step of drawing:
 frames (`Screen._on_timer_update`), the lanes' lines (`LaneView.render_line`), every widget's
-lines with Textual's styles (`Widget.render_lines`), pulls (`SlotsScreen.pull`) and, within them,
+lines with Textual's styles (`Widget.render_lines`; the lanes' apart), pulls (`SlotsScreen.pull`) and, within them,
 counting the queued lines (`StreamAttribution.settle`) and appending to the lanes (`LaneView.add`).
 
 The whole process in tmux (`slots_view.py`) moves by ~10 % from run to run on a loaded machine;
@@ -34,6 +34,7 @@ STEPS = (
     ("frame", "textual.screen", "Screen", "_on_timer_update"),
     ("lane lines", "spectui.ui.widgets.lane_view", "LaneView", "render_line"),
     ("styled lines", "textual.widget", "Widget", "render_lines"),
+    ("  the lanes'", "spectui.ui.widgets.lane_view", "LaneView", "render_lines"),
     ("pull", "spectui.ui.screens.slots", "SlotsScreen", "pull"),
     ("  counting", "spectui.core.proxy.chunks", "StreamAttribution", "settle"),
     ("  lane add", "spectui.ui.widgets.lane_view", "LaneView", "add"),
