@@ -26,7 +26,7 @@ def test_tune_at_two_streams_reports_predicted_and_measured_per_candidate(
         "tune", "--model", str(gemma_model), "--server-bin", str(llama_binary),
         "--prompts", "builtin:table-row", "--types", "ngram-mod,ngram-simple",
         "--grid", "defaults", "--concurrency", "2", "--budget", "20m",
-        "--json", str(out), "--no-chart", "--n-predict", "24", "--ctx-size", "1024",
+        "--json", str(out), "--no-chart", "--n-predict", "48", "--ctx-size", "1024",
         "--", *FAST,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
