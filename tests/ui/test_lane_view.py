@@ -85,6 +85,17 @@ def test_a_line_is_drawn_as_text_render_draws_it(line: Text, base: Style) -> Non
     assert list(drawn) == list(_rendered(line, base, 50, console))
 
 
+@given(st.lists(styled_lines(), min_size=2, max_size=4))
+def test_lines_drawn_with_one_cache_are_drawn_as_alone(lines: list[Text]) -> None:
+    console = Console(width=60)
+    base = Style(color="white", bgcolor="black")
+    looks: dict[object, Style] = {}  # (a lane keeps one for all its lines)
+    for line in lines:
+        assert list(line_strip(line, base, 50, console, looks)) == list(
+            _rendered(line, base, 50, console)
+        )
+
+
 def token(index: int) -> TokenEvent:
     return TokenEvent(index=index, text=f"w{index} ", origin=TokenOrigin.TARGET, t=index * 0.02)
 

@@ -56,8 +56,8 @@ def line_strip(
 ) -> Strip:
     """``line`` as a strip ``width`` cells wide on ``base``: the cells of `Text.render` with
     ``base`` applied, built directly from the line's spans when they do not overlap (a token
-    is one span: they never do). ``looks`` caches each span style combined with ``base`` (the
-    caller clears it when ``base`` changes).
+    is one span: they never do). ``looks`` caches each style combined with ``base`` and the
+    line's own style, by (own, span) style (the caller clears it when ``base`` changes).
 
     `Text.render` sorts every span boundary and combines a stack of styles per segment; with
     `Strip.apply_style` after it, that was most of what a lane's open line cost to draw, five
@@ -68,9 +68,8 @@ def line_strip(
     if not spans:  # (as `Text.render`: no spans, no style at all, not even the line's own)
         return Strip([Segment(line.plain, base)]).crop_extend(0, width, base)
     own = line.style
-    key = ("line", own)
-    if (line_look := looks.get(key)) is None:
-        line_look = looks[key] = base + console.get_style(own, default=Style.null())
+    if (line_look := looks.get((own, None))) is None:
+        line_look = looks[own, None] = base + console.get_style(own, default=Style.null())
     text = line.plain
     segments: list[Segment] = []
     at = 0
@@ -83,8 +82,9 @@ def line_strip(
         if start == end:
             at = start
             continue
-        if (look := looks.get(style)) is None:
-            look = looks[style] = line_look + console.get_style(style, default=Style.null())
+        if (look := looks.get((own, style))) is None:
+            look = line_look + console.get_style(style, default=Style.null())
+            looks[own, style] = look
         segments.append(Segment(text[start:end], look))
         at = end
     if at < len(text):
