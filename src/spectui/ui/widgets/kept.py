@@ -16,7 +16,8 @@ from textual.widget import Widget
 
 
 class KeptStrips(Widget):
-    """Subclasses say what their strips depend on (`data_key`) and build them (`build`)."""
+    """Subclasses say what their strips depend on (`data_key`) and build them (`build`), each
+    as wide as the content (inside any padding)."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -41,10 +42,10 @@ class KeptStrips(Widget):
             return
         old, new = self._lines, self.build()
         self._key, self._lines = key, new
-        width = self.size.width
+        width, top = self.size.width, self.styles.gutter.top
         rows = max(len(old), len(new))
         changed = [
-            Region(0, y, width, 1)
+            Region(0, top + y, width, 1)
             for y in range(rows)
             if y >= len(old) or y >= len(new) or old[y] != new[y]
         ]
@@ -57,7 +58,7 @@ class KeptStrips(Widget):
             self._key, self._lines = key, self.build()
         if y < len(self._lines):
             return self._lines[y]
-        return Strip.blank(self.size.width, self.rich_style)
+        return Strip.blank(self.content_size.width, self.rich_style)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()

@@ -8,19 +8,18 @@ source's server: the state, the log (polled while open) and the app's title.
 from __future__ import annotations
 
 from time import monotonic
-from typing import ClassVar, Self
+from typing import ClassVar
 
 from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.geometry import Region
 from textual.strip import Strip
-from textual.widget import Widget
 from textual.widgets import Log
 
 from spectui.core.engine.base import RunSource, ServerInfo
 from spectui.core.events import MemoryEvent, ServerState, ServerStateEvent
+from spectui.ui.widgets.kept import KeptStrips
 
 GLYPHS = {
     ServerState.STARTING: "◌",
@@ -75,12 +74,12 @@ CPU_REDRAW_S = 1.0
 bar's two lines cost as much to draw as a token frame."""
 
 
-class ServerBar(Widget):
+class ServerBar(KeptStrips):
     """Two lines: the state (with detail), then what the server is.
 
     `render` says what the bar shows; its lines are drawn once into strips and kept until it
-    changes (a CPU sample redraws the first line only). Laid out by Textual, the two lines cost
-    ~1.4 ms a redraw, once a second for the CPU shares: as much as a token frame.
+    changes (`kept.KeptStrips`: a CPU sample redraws the first line only). Laid out by Textual,
+    the two lines cost ~1.4 ms a redraw, once a second for the CPU shares: a token frame's worth.
     """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -116,17 +115,16 @@ class ServerBar(Widget):
         self._cpu_shown = -CPU_REDRAW_S
         self.note = ""
         """A standing line about this spectui (where it broadcasts), after what the server is."""
-        self._lines: list[Strip] | None = None
         self._looks: dict[str, Style] | None = None
         """The component styles in the current theme, looked up once per style change."""
 
     def set_state(self, state: ServerState, detail: str) -> None:
         self.state, self.detail = state, detail
-        self.refresh()
+        self.redraw()
 
     def set_detail(self, detail: str) -> None:
         self.detail = detail
-        self.refresh()
+        self.redraw()
 
     def set_cpu(self, sample: MemoryEvent) -> None:
         """Show the CPU shares of a memory sample (redrawn only when the rounded text changes)."""
@@ -140,15 +138,15 @@ class ServerBar(Widget):
         self.cpu = cpu  # (drawn now, or with whatever redraws the bar next)
         if (now := monotonic()) - self._cpu_shown >= CPU_REDRAW_S:
             self._cpu_shown = now
-            self.refresh(Region(0, 0, self.size.width, 1))  # (the CPU is on the first line)
+            self.redraw()
 
     def set_note(self, note: str) -> None:
         self.note = note
-        self.refresh()
+        self.redraw()
 
     def set_info(self, info: ServerInfo) -> None:
         self.info = info
-        self.refresh()
+        self.redraw()
 
     def _look(self, name: str) -> Style:
         if self._looks is None:
@@ -157,33 +155,21 @@ class ServerBar(Widget):
             }
         return self._looks[name]
 
-    def refresh(
-        self,
-        *regions: Region,
-        repaint: bool = True,
-        layout: bool = False,
-        recompose: bool = False,
-    ) -> Self:
-        self._lines = None  # whatever asks for a redraw gets what the bar says now
-        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
-
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._lines = self._looks = None  # the theme changed: the lines carry the old colours
+        self._looks = None
 
-    def render_line(self, y: int) -> Strip:
-        width = self.content_size.width
-        if self._lines is None or (self._lines and self._lines[0].cell_length != width):
-            base = self.rich_style
-            console = self.app.console
-            self._lines = []
-            for line in self.render().split("\n", allow_blank=True):
-                line.truncate(width, overflow="ellipsis")
-                strip = Strip(line.render(console)).apply_style(base)
-                self._lines.append(strip.crop_extend(0, width, Style(bgcolor=base.bgcolor)))
-        if y < len(self._lines):
-            return self._lines[y]
-        return Strip.blank(width, self.rich_style)
+    def data_key(self) -> object:
+        return self.state, self.detail, self.cpu, self.note, self.info
+
+    def build(self) -> list[Strip]:
+        width, base = self.content_size.width, self.rich_style
+        console, pad = self.app.console, Style(bgcolor=base.bgcolor)
+        lines = []
+        for line in self.render().split("\n", allow_blank=True):
+            line.truncate(width, overflow="ellipsis")
+            lines.append(Strip(line.render(console)).apply_style(base).crop_extend(0, width, pad))
+        return lines
 
     def render(self) -> Text:
         state = self.state
