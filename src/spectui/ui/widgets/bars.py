@@ -70,9 +70,9 @@ class PositionBars(KeptStrips):
         return tuple(self.rates), self.empty
 
     def build(self) -> list[Strip]:
-        base = self.rich_style
-        bar = base + self.get_component_rich_style("bars--bar")
-        axis = base + self.get_component_rich_style("bars--axis")
+        base = self.style_of()
+        bar = self.style_of("bars--bar")
+        axis = self.style_of("bars--axis")
         width_all = self.size.width
         if not self.rates:
             return [_strip([Segment(self.empty, axis)], width_all, base)]
@@ -127,13 +127,13 @@ class StepBars(KeptStrips):
         return self.columns, self.top
 
     def build(self) -> list[Strip]:
-        base = self.rich_style
+        base = self.style_of()
         width = self.size.width
-        axis = base + self.get_component_rich_style("bars--axis")
+        axis = self.style_of("bars--axis")
         if not self.columns:
             return [_strip([Segment("no steps yet", axis)], width, base)]
-        bar = base + self.get_component_rich_style("bars--bar")
-        unknown = base + self.get_component_rich_style("bars--unknown")
+        bar = self.style_of("bars--bar")
+        unknown = self.style_of("bars--unknown")
         height = max(1, self.size.height)
         cell = max(1, width // len(self.columns))
         rows = _column_rows(self.eighths(), height, cell, gap=cell >= 3)

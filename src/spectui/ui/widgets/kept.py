@@ -5,11 +5,13 @@ Textual cost ~4 ms a redraw, as much as the rest of a token frame. New data redr
 rows whose strips changed (a new step's column moves a few rows of the step chart, not all
 thirteen of the wide layout): each row drawn costs Textual's line pipeline, ~0.1 ms. A style
 change is told by `notify_style_update`, not by comparing `rich_style` on every line: that walks
-the ancestors' backgrounds (~0.08 ms), a third of what drawing a kept row costs.
+the ancestors' backgrounds (~0.08 ms), a third of what drawing a kept row costs; the styles a
+build uses are looked up once per style change too (`style_of`).
 """
 
 from __future__ import annotations
 
+from rich.style import Style
 from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
@@ -23,6 +25,7 @@ class KeptStrips(Widget):
         super().__init__(id=id, classes=classes)
         self._key: tuple[object, Size] | None = None
         self._lines: list[Strip] = []
+        self._styles: dict[str | None, Style] = {}
 
     def data_key(self) -> object:
         """What the strips show: they are built again when it changes."""
@@ -31,6 +34,15 @@ class KeptStrips(Widget):
     def build(self) -> list[Strip]:
         """The widget's rows, top first (fewer than its height: the rest is blank)."""
         raise NotImplementedError
+
+    def style_of(self, component: str | None = None) -> Style:
+        """The widget's style, or a component's over it, looked up once per style change."""
+        if (style := self._styles.get(component)) is None:
+            style = self.rich_style
+            if component is not None:
+                style = style + self.get_component_rich_style(component)
+            self._styles[component] = style
+        return style
 
     def redraw(self) -> None:
         """The data changed: refresh the rows whose strips differ from the ones drawn."""
@@ -63,3 +75,4 @@ class KeptStrips(Widget):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._key = None  # (the theme changed: the strips carry the old colours)
+        self._styles = {}

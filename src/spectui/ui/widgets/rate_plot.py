@@ -96,10 +96,10 @@ class RatePlot(KeptStrips):
         return self.points, self.top
 
     def build(self) -> list[Strip]:
-        base = self.rich_style
+        base = self.style_of()
         width, height = self.size.width, self.size.height
-        line = base + self.get_component_rich_style("rate-plot--line")
-        axis = base + self.get_component_rich_style("rate-plot--axis")
+        line = self.style_of("rate-plot--line")
+        axis = self.style_of("rate-plot--axis")
         canvas_rows = height - AXIS_ROWS
         top = self.top if self.top > 0 else 1.0
         labels = {0: _label(top), canvas_rows // 2: _label(top / 2), canvas_rows - 1: "0"}
