@@ -72,13 +72,14 @@ def readings(tokens: int, drafted: int, accepted: int, start: int, limit: int | 
             out.origins = [TARGET] * tokens
         return out
     if tokens > ENUMERATE_MAX_TOKENS:
-        owed = [(0, 0)] + [(k, 1) for k in range(accepted)]
-        out.splits.update(
-            (n, p)
-            for n in range(1, min(drafted, steppable) + 1)
-            for p in owed
-            if out.draftless(n, p) >= 0
-        )
+        for n in range(1, min(drafted, steppable) + 1):
+            if out.draftless(n, (0, 0)) >= 0:
+                out.splits.add((n, (0, 0)))
+            # An open step owing (k, 1) fits when k >= accepted + n - 1 - tokens: at most
+            # tokens + 1 values of k a step count, however many drafts the chunk claims (a
+            # server claiming a million took seconds a chunk when every k was tried).
+            low = max(0, accepted + n - 1 - tokens)
+            out.splits.update((n, (k, 1)) for k in range(low, accepted))
         out.origins = [TARGET] * first + [DRAFT | TARGET] * (tokens - first)
         return out
     trail: list[int] = []
@@ -99,17 +100,19 @@ def readings(tokens: int, drafted: int, accepted: int, start: int, limit: int | 
         if pos < first or pos >= last:
             return  # (the prompt's token, or the limit's last: never a step's)
         room = tokens - pos
-        for a in range(a_left + 1):
+        # A whole step (its drafts, then the target's token) fits in the room left; only the
+        # step that takes every accepted draft left may run past the chunk's end. (Not every
+        # count up to ``a_left``: a claimed million would loop a million times per position.)
+        for a in range(min(a_left, room - 1) + 1):
             if max(1, a) > d_left:
                 break
-            if a + 1 <= room:  # a whole step: its drafts, then the target's token
-                trail.extend([DRAFT] * a + [TARGET])
-                walk(pos + a + 1, a_left - a, d_left - max(1, a), steps + 1)
-                del trail[-(a + 1) :]
-            elif a == a_left:  # the chunk ends inside this step: the rest comes later
-                trail.extend([DRAFT] * room)
-                leaf(steps + 1, (a - room, 1))
-                del trail[-room:]
+            trail.extend([DRAFT] * a + [TARGET])
+            walk(pos + a + 1, a_left - a, d_left - max(1, a), steps + 1)
+            del trail[-(a + 1) :]
+        if a_left >= room and max(1, a_left) <= d_left:
+            trail.extend([DRAFT] * room)  # the chunk ends inside this step: the rest comes later
+            leaf(steps + 1, (a_left - room, 1))
+            del trail[-room:]
 
     walk(0, accepted, drafted, 0)
     return out
