@@ -3,8 +3,9 @@
 stream (`streams.long_payloads`) straight into the hub, as the relay would (no sockets, no
 terminal). Over the window, the CPU time (`time.process_time`) spent in each step of drawing:
 frames (`Screen._on_timer_update`), the lanes' lines (`LaneView.render_line`), every widget's
-lines with Textual's styles (`Widget.render_lines`; the lanes' apart), pulls (`SlotsScreen.pull`) and, within them,
-counting the queued lines (`StreamAttribution.settle`) and appending to the lanes (`LaneView.add`).
+lines with Textual's styles (`Widget.render_lines`; the lanes' apart), pulls
+(`SlotsScreen.pull`) and, within them, counting the queued lines (`StreamAttribution.settle`)
+and appending to the lanes (`LaneView.add`).
 
 The whole process in tmux (`slots_view.py`) moves by ~10 % from run to run on a loaded machine;
 a step's own time moves less, so a change to one step shows here first. `--src` measures other
