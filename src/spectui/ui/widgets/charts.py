@@ -31,10 +31,10 @@ from spectui.ui.widgets.series import RateSeries, StepSeries
 from spectui.ui.widgets.throttle import Throttle
 
 REDRAW_INTERVAL_S = 2.0
-"""Charts redraw at most every two seconds, and only when what they show changed: one redraw of
-the three costs ~30 ms of the whole process in a real terminal (plotext ~10 ms, the bars ~6 ms,
-composing and writing ~6 kB). Every second, the TUI took 8.3 % of a core at 50 tok/s against 6.1 %
-every two (bench/README.md, performance guard); a trend over seconds reads the same."""
+"""Charts redraw at most every two seconds, and only what changed (`throttle`, `kept`): a trend
+over seconds reads the same, and each redraw costs the strips it builds (~5 ms for the three in
+the wide layout) and the rows it draws again (~0.1 ms each) (bench/README.md, performance
+guard)."""
 
 COLUMNS_BEFORE_LAYOUT = 24
 """Columns a chart is given data for before it has a size (the first redraw, in a test)."""
