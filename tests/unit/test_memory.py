@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -15,7 +16,10 @@ from spectui.core.stream.metrics import MetricsTracker
 
 
 def test_sample_has_memory_and_both_cpu_shares() -> None:
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    # Busy until its parent (this test's process) is gone: a pytest killed mid-test leaves no
+    # spinning orphan behind (the `finally` below never runs then).
+    spin = f"import os\nwhile os.getppid() == {os.getpid()}: pass"
+    busy = subprocess.Popen([sys.executable, "-c", spin])
     try:
         sampler = MemorySampler(busy.pid, use_gpu=False)
         assert sampler.sample(0.0) is not None  # starts the CPU intervals
