@@ -15,8 +15,12 @@ from rich.segment import Segment
 from textual.app import App, ComposeResult
 from textual.strip import Strip
 from textual.widget import Widget
+from textual.widgets import Label
 
 from helpers.wait import await_until
+from spectui.core.events import TokenEvent, TokenOrigin
+from spectui.ui.themes import spec_variable_defaults
+from spectui.ui.widgets.charts import ChartsPane
 from spectui.ui.widgets.kept import KeptStrips
 from spectui.ui.widgets.rate_plot import AXIS_ROWS, QUADRANTS, RatePlot, glyph_rows, trace
 from spectui.ui.widgets.throttle import Throttle
@@ -147,4 +151,42 @@ async def test_new_data_redraws_only_the_rows_that_changed() -> None:
         await pilot.pause()
         assert set(widget.drawn) == {2}
         assert widget.render_line(2).text.startswith("C")
+        await app.action_quit()
+
+
+class ChartsApp(App[None]):
+    CSS = "ChartsPane { height: 14; }"  # (the wide layout's)
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return spec_variable_defaults(self.current_theme)  # (the charts' colours)
+
+    def compose(self) -> ComposeResult:
+        yield ChartsPane()
+
+
+async def test_the_title_names_the_scale_the_plot_shows() -> None:
+    # A rate that swings every ten tokens: the plot's fine columns see the peaks, a coarse
+    # summary (the hidden sparkline's columns) averages them away.
+    times, t = [], 0.0
+    for index in range(600):
+        t += 0.004 if (index // 10) % 2 else 0.006
+        times.append(t)
+    app = ChartsApp()
+    async with app.run_test(size=(120, 16)) as pilot:
+        charts = app.query_one(ChartsPane)
+        charts.show_plot(True)
+        tokens = tuple(
+            TokenEvent(index=i, t=at, text="x", origin=TokenOrigin.TARGET)
+            for i, at in enumerate(times)
+        )
+        charts.add_tokens(tokens)
+        charts.replot()
+        await pilot.pause()
+        plot = app.query_one(RatePlot)
+        await await_until(lambda: plot.size.height > AXIS_ROWS, "the plot laid out")
+        charts.replot()
+        await pilot.pause()
+        top_label = plot.render_line(0).text.split("┤")[0].strip()
+        title = str(app.query_one("#tps-title", Label).content)
+        assert title.startswith(f"tokens/s 0–{top_label} ")
         await app.action_quit()

@@ -151,6 +151,16 @@ class ChartsPane(Horizontal):
             tps = [rate for _, rate in self.tps(_columns(spark))]
             top = scale_top(tps, self.rates.mean_rate)
             _set_data(spark, from_zero([min(rate, top) for rate in tps], _columns(spark)))
+            plot = self.query_one("#tps-plot", RatePlot)
+            if plot.display:
+                # The title names the scale on screen: the plot's finer columns peak higher
+                # than the hidden sparkline's, and its axis says its own top.
+                data = self._plot_data(plot)
+                top = scale_top([rate for _, rate in data[0]], self.rates.mean_rate)
+                if data != self._plotted:
+                    self._plotted = data
+                    origin = self.rates.origin or 0.0
+                    plot.show([(t - origin, rate) for t, rate in data[0]], top)
             self._set_title("#tps-title", *_tps_titles(top, self.rates.span))
             step_bars = self.query_one(StepBars)
             step_bars.show(self.steps.columns(_columns(step_bars)), self.steps.top)
@@ -160,10 +170,6 @@ class ChartsPane(Horizontal):
             bars.empty = _positions_empty(self.steps, self.unsplit_steps)
             bars.redraw()  # (rates move a little with every step; the bars' rows seldom do)
             self._set_title("#positions-title", *_positions_titles(self.unsplit_steps))
-            plot = self.query_one("#tps-plot", RatePlot)
-            if plot.display and (data := self._plot_data(plot)) != self._plotted:
-                self._plotted = data
-                self._plot_tps(plot, data[0])
 
     def _plot_data(self, plot: RatePlot) -> tuple[list[tuple[float, float]], int]:
         # Two points a cell: the plot draws quarter cells, two across each.
@@ -179,11 +185,6 @@ class ChartsPane(Horizontal):
             # A title is one line of the chart's full width (CSS), so its size never changes:
             # no layout, which would re-render the whole screen (~25 ms at 120x40) every replot.
             label.update(text, layout=False)
-
-    def _plot_tps(self, plot: RatePlot, tps: list[tuple[float, float]]) -> None:
-        origin = self.rates.origin or 0.0
-        top = scale_top([rate for _, rate in tps], self.rates.mean_rate)
-        plot.show([(t - origin, rate) for t, rate in tps], top)
 
 
 def _columns(widget: Widget) -> int:
