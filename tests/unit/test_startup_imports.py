@@ -18,6 +18,11 @@ RUN_ONLY = (
     "spectui.core.compare",
     "spectui.core.tune",
     "spectui.core.engine.live",
+    # The follower and the session files: `follow`'s and `share`'s flag defaults come from
+    # `spectui.core.sessions.silence`, which imports nothing.
+    "spectui.core.sessions.tail",
+    "spectui.core.sessions.recording",
+    "spectui.core.sessions.file",
     "spectui.core.proxy.app",
     "textual",
     "aiohttp",

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from spectui.commands.command import Invocation, Subparsers
 from spectui.commands.options import CommandOptions
 from spectui.core.errors import SpectuiError
-from spectui.core.sessions.tail import STOPPED_AFTER_S, WAITING_AFTER_S
+from spectui.core.sessions.silence import STOPPED_AFTER_S, WAITING_AFTER_S
 
 if TYPE_CHECKING:
     from spectui.config import Settings

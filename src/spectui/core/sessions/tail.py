@@ -28,17 +28,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from spectui.core.events import EngineEvent, EventStream, SummaryEvent, engine_event_adapter
 from spectui.core.sessions.file import SessionError, SessionHeader, parse_header
 from spectui.core.sessions.recording import SUFFIX
+from spectui.core.sessions.silence import STOPPED_AFTER_S, WAITING_AFTER_S
 
 POLL_S = 0.025
 """How often the file being followed (and its folder) is looked at: a draw follows at most this
 long after a write, and 40 ``fstat`` calls a second cost next to nothing."""
-
-WAITING_AFTER_S = 3.0
-"""A run whose file has not grown for this long, without a summary, shows as 'waiting…' (a live
-run writes a memory sample twice a second, so a long prompt does not trip it)."""
-
-STOPPED_AFTER_S = 20.0
-"""... and after this long as 'presenter stopped'."""
 
 RESCAN_S = 1.0
 """The folder is listed when its entries changed, and at least this often anyway: two files made
