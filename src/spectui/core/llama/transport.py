@@ -10,6 +10,10 @@ the bytes' path changes, through public interfaces only: data arrives in
 `BufferedProtocol.data_received` (`spectui.core.net`) and a waiting read is woken by one future.
 The gate `LEAN_TRANSPORT` (tested httpcore, `SPECTUI_STOCK=1`) falls back to httpx's own.
 
+A request with the extension `PER_READ` (a stream's reader) is sent past httpcore's HTTP layer:
+its body comes out whole per socket read, not per HTTP chunk (`spectui.core.net.per_read`), over
+the same kind of connection, so pacing and every timeout below hold for it too.
+
 Timeouts keep httpcore's meaning (a read or write that waits longer raises its `*Timeout`); a
 read with no timeout (an open stream) costs no timer at all.
 """
@@ -34,6 +38,7 @@ import httpcore
 import httpx
 
 from spectui.core.net.buffered import BufferedProtocol
+from spectui.core.net.per_read import PER_READ, PerReadClient
 from spectui.core.overrides import Override, enabled
 
 BUSY_READ_BYTES = 16 * 1024
@@ -260,15 +265,37 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
     def __init__(
         self, *, verify: ssl.SSLContext | str | bool = True, limits: httpx.Limits = _DEFAULT_LIMITS
     ) -> None:
+        self._tls = httpx.create_ssl_context(verify=verify)
+        self._backend = AsyncioBackend()
         self.pool = httpcore.AsyncConnectionPool(
-            ssl_context=httpx.create_ssl_context(verify=verify),
+            ssl_context=self._tls,
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
-            network_backend=AsyncioBackend(),
+            network_backend=self._backend,
         )
+        self._per_read = PerReadClient(self._connect, limits.keepalive_expiry)
+        """Requests with the `PER_READ` extension (a stream's reader asks for its body whole
+        per socket read): `spectui.core.net.per_read`, on connections of this backend."""
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if (
+            request.extensions.get(PER_READ)
+            and request.url.raw_scheme in (b"http", b"https")
+            and request.method not in ("HEAD", "CONNECT")  # (no body that llhttp could frame)
+        ):
+            with _mapped(request):
+                head, body = await self._per_read.send(request)
+            return httpx.Response(
+                status_code=head.status,
+                headers=head.headers,
+                stream=_ResponseStream(body, request),
+                extensions={
+                    "http_version": b"HTTP/1.1",
+                    "reason_phrase": head.reason,
+                    "network_stream": body.network_stream,
+                },
+            )
         url = request.url
         outgoing = httpcore.Request(
             method=request.method,
@@ -289,7 +316,20 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
             extensions=response.extensions,
         )
 
+    async def _connect(self, request: httpx.Request) -> httpcore.AsyncNetworkStream:
+        """A new connection for ``request`` (TLS for https), as httpcore's pool opens one."""
+        url = request.url
+        host = url.raw_host.decode("ascii")
+        tls = url.raw_scheme == b"https"
+        timeout = request.extensions.get("timeout", {}).get("connect")
+        stream = await self._backend.connect_tcp(host, url.port or (443 if tls else 80), timeout)
+        if tls:
+            server_name = request.extensions.get("sni_hostname") or host
+            stream = await stream.start_tls(self._tls, server_name, timeout)
+        return stream
+
     async def aclose(self) -> None:
+        await self._per_read.aclose()
         await self.pool.aclose()
 
 
