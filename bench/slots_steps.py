@@ -2,8 +2,9 @@
 120x36) with `s` pressed and four requests fed RATE chunks a second each from the bench's long
 stream (`streams.long_payloads`) straight into the hub, as the relay would (no sockets, no
 terminal). Over the window, the CPU time (`time.process_time`) spent in each step of drawing:
-frames (`Screen._on_timer_update`), the lanes' lines (`LaneView.render_line`), every widget's
-lines with Textual's styles (`Widget.render_lines`; the lanes' apart), pulls
+frames (`Screen._on_timer_update`), the lanes' own lines (`LaneView._line`; `render_line` in
+older trees), every widget's lines with Textual's styles (`Widget.render_lines`: the lanes' too
+in trees where Textual padded them), the lanes' padded lines (`LaneView.render_lines`), pulls
 (`SlotsScreen.pull`) and, within them, counting the queued lines (`StreamAttribution.settle`)
 and appending to the lanes (`LaneView.add`).
 
@@ -33,7 +34,7 @@ from common import median, write_result
 
 STEPS = (
     ("frame", "textual.screen", "Screen", "_on_timer_update"),
-    ("lane lines", "spectui.ui.widgets.lane_view", "LaneView", "render_line"),
+    ("lane lines", "spectui.ui.widgets.lane_view", "LaneView", "_line"),
     ("styled lines", "textual.widget", "Widget", "render_lines"),
     ("  the lanes'", "spectui.ui.widgets.lane_view", "LaneView", "render_lines"),
     ("pull", "spectui.ui.screens.slots", "SlotsScreen", "pull"),
@@ -45,7 +46,11 @@ STEPS = (
 
 def timed(spent: dict[str, float], name: str, owner: Any, method: str) -> None:
     """Wrap ``owner.method`` so that its CPU time adds to ``spent[name]``."""
-    original: Callable[..., Any] = getattr(owner, method)
+    original: Callable[..., Any] | None = getattr(owner, method, None)
+    if original is None:
+        # An older tree (before a lane padded its own lines): they were `render_line`.
+        original = owner.render_line
+        method = "render_line"
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         start = time.process_time()
