@@ -1,18 +1,19 @@
 """What each step of the slots view costs, in-process: `spectui proxy`'s TUI (`ProxyApp`, headless,
-120x36) with `s` pressed and four requests fed RATE chunks a second each from the bench's long
-stream (`streams.long_payloads`) straight into the hub, as the relay would (no sockets, no
-terminal). Over the window, the CPU time (`time.process_time`) spent in each step of drawing:
-frames (`Screen._on_timer_update`), the lanes' own lines (`LaneView._line`; `render_line` in
-older trees), every widget's lines with Textual's styles (`Widget.render_lines`: the lanes' too
-in trees where Textual padded them), the lanes' padded lines (`LaneView.render_lines`), pulls
-(`SlotsScreen.pull`) and, within them, counting the queued lines (`StreamAttribution.settle`)
-and appending to the lanes (`LaneView.add`).
+120x36 or `--size`) with `s` pressed and four requests fed RATE chunks a second each from the
+bench's long stream (`streams.long_payloads`) straight into the hub, as the relay would (no
+sockets, no terminal). Over the window, the CPU time (`time.process_time`) spent in each step
+of drawing: frames (`Screen._on_timer_update`), the lanes' own lines (`LaneView._line`;
+`render_line` in older trees), every widget's lines with Textual's styles
+(`Widget.render_lines`: the lanes' too in trees where Textual padded them), the lanes' padded
+lines (`LaneView.render_lines`), pulls (`SlotsScreen.pull`) and, within them, counting the
+queued lines (`StreamAttribution.settle`) and appending to the lanes (`LaneView.add`).
 
 The whole process in tmux (`slots_view.py`) moves by ~10 % from run to run on a loaded machine;
 a step's own time moves less, so a change to one step shows here first. `--src` measures other
 source trees too (a child process each, rounds alternating); medians of `--reps`.
 
-    python bench/slots_steps.py [--rate 50] [--reps 3] [--window 8] [--src DIR=LABEL ...]
+    python bench/slots_steps.py [--rate 50] [--reps 3] [--window 8] [--size 120x36]
+                                [--src DIR=LABEL ...]
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def timed(spent: dict[str, float], name: str, owner: Any, method: str) -> None:
     setattr(owner, method, wrapper)
 
 
-async def measure(rate: float, window: float) -> dict[str, float]:
+async def measure(rate: float, window: float, size: tuple[int, int]) -> dict[str, float]:
     """ms of CPU a second in each step, and the whole process's % of a core."""
     import importlib
 
@@ -80,7 +81,7 @@ async def measure(rate: float, window: float) -> dict[str, float]:
     hub = ProxyHub(keep_events=True)
     app = ProxyApp(None, Settings(), hub=hub)
     lines = [f"data: {p}\n\n".encode() for p in long_payloads(int(rate * (window + 6)))]
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with app.run_test(size=size) as pilot:
         await pilot.press("s")
         body = PreparedBody(upstream=b"", streamed=True, strip=True, prompt="x")
         lives = [
@@ -115,11 +116,13 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=50.0, help="chunks per second per stream")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--window", type=float, default=8.0, help="seconds measured per run")
+    parser.add_argument("--size", default="120x36", help="COLUMNSxROWS (80x24: lanes stack)")
     parser.add_argument("--src", action="append", default=[], metavar="DIR=LABEL")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(asyncio.run(measure(args.rate, args.window))))
+        columns, rows = (int(n) for n in args.size.split("x"))
+        print(json.dumps(asyncio.run(measure(args.rate, args.window, (columns, rows)))))
         return
     sources = [(ROOT / "src", "now")]
     for spec in args.src:
@@ -132,7 +135,7 @@ def main() -> None:
     for _ in range(args.reps):
         for src, label in sources:
             child = [PYTHON, __file__, "--child", "--rate", str(args.rate)]
-            child += ["--window", str(args.window)]
+            child += ["--window", str(args.window), "--size", args.size]
             env = {**os.environ, "PYTHONPATH": str(src)}
             done = subprocess.run(child, env=env, cwd=ROOT / "bench", capture_output=True,
                                   text=True, check=False)  # fmt: skip
@@ -155,6 +158,7 @@ def main() -> None:
         {
             "rate": args.rate,
             "window_s": args.window,
+            "size": args.size,
             "sources": {label: str(src) for src, label in sources},
             "median_ms_per_s": medians,
             "load_1min": [load_before[0], load_after[0]],

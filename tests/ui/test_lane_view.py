@@ -1,6 +1,7 @@
 """A slots-view lane's pages (`page_top`): the open line is always shown, a tall lane's page
 stays put while the answer fills it and then moves a page (less `KEEP` lines) at a time, a short
-lane follows its end line by line, an ended answer ends at the bottom. And a lane fed past its
+lane half its height, an ended answer ends at the bottom; a short lane repaints all its lines
+at most every other time its open line moves down (counted). And a lane fed past its
 first page shows its newest tokens (Pilot). And a batch after a theme change is shown once, in a
 lane as in the live token pane (both build their wrapped text anew from the model, which then
 holds the batch already). And a lane's line is drawn cell for cell as `Text.render` draws it
@@ -49,8 +50,11 @@ def test_a_tall_lane_moves_a_page_at_a_time(open_line: int, height: int) -> None
 
 
 @given(st.integers(0, 500), st.integers(1, SHORT - 1))
-def test_a_short_lane_follows_its_end(open_line: int, height: int) -> None:
-    assert page_top(open_line, height, ended=False) == max(0, open_line - height + 1)
+def test_a_short_lane_moves_half_its_height_at_a_time(open_line: int, height: int) -> None:
+    before = page_top(open_line, height, ended=False)
+    after = page_top(open_line + 1, height, ended=False)
+    assert after in (before, before + max(1, height // 2))
+    assert open_line + 1 - after < height  # (the open line is shown)
 
 
 LOOKS: list[str | Style] = [
@@ -191,3 +195,34 @@ async def test_a_lane_in_any_other_box_is_drawn_by_textual() -> None:
         own = [list(strip) for strip in lane.render_lines(crop)]
         assert own == textual_lines(lane, crop)
         assert "╭" in "".join(segment.text for segment in own[0])
+
+
+async def test_a_short_lane_repaints_whole_at_most_every_other_line() -> None:
+    app = OneLane()
+    async with app.run_test(size=(30, 4)) as pilot:
+        lane = app.query_one(LaneView)
+        lane.add(tuple(token(i) for i in range(3)))
+        await pilot.pause()
+        assert lane.size.height == 4
+        repaints: list[tuple[Region, ...]] = []
+        refresh = lane.refresh
+
+        def counted(*regions: Region, **options: bool) -> LaneView:
+            repaints.append(regions)
+            return refresh(*regions, **options)
+
+        lane.refresh = counted  # type: ignore[method-assign]
+        moves = whole = 0
+        for start in range(3, 300, 3):  # (a token is 3 or 4 cells: a line every ~8 of them)
+            before = len(lane.wrapped.lines)
+            repaints.clear()
+            lane.add(tuple(token(i) for i in range(start, start + 3)))
+            await pilot.pause()
+            moved = len(lane.wrapped.lines) - before
+            assert moved <= 1 and repaints
+            moves += moved
+            whole += any(not regions for regions in repaints)
+            for regions in repaints:  # (a partial repaint: the open line and the one it became)
+                assert sum(region.height for region in regions) <= 2
+        assert moves > 20
+        assert whole <= moves // 2 + 1

@@ -3,10 +3,11 @@
 A lane is read at a glance, four at once, not scrolled through, so it is a plain widget, not a
 scroll view: no scrollbar, no scrolling. The page stays put while the answer fills it and only
 the lines that changed are repainted; when the open line runs off the bottom, the next page
-starts with the last finished line on top for context (one repaint of the lane). Following the
-answer by scrolling repainted the whole pane a few lines at a time and, at four lanes of 50
-tok/s each, drew most of what the view cost (bench/README.md, "slots view"). When the request
-ends its answer is shown ending at the bottom, as a finished token pane is.
+starts with the last finished line on top for context (one repaint of the lane; a short lane
+moves half its height). Following the answer by scrolling repainted the whole pane a few lines
+at a time and, at four lanes of 50 tok/s each, drew most of what the view cost
+(bench/README.md, "slots view"). When the request ends its answer is shown ending at the
+bottom, as a finished token pane is.
 """
 
 from __future__ import annotations
@@ -34,22 +35,24 @@ KEEP = 1
 """Finished lines a new page starts with (context for the line that opened it)."""
 
 SHORT = 8
-"""A lane shorter than this (stacked at 80×24: four lines) follows its end line by line: a page
-of three new lines would leave it mostly blank, and repainting four lines costs little."""
+"""A lane shorter than this (stacked at 80×24: four lines) moves half its height at a time: a
+page of three new lines under one kept would leave it mostly blank, and following its end line
+by line would repaint all four of its lines each time its open line moves down (three times a
+second at 50 tok/s); by half its height, every other time (the other time, two lines)."""
 
 
 def page_top(open_line: int, height: int, *, ended: bool) -> int:
     """The first wrapped line shown, for the open (last) line's index in a view ``height`` tall.
 
     Growing: 0 until the open line leaves the first page, then pages advance by ``height`` -
-    `KEEP` (one line in a `SHORT` lane), so the open line is always shown. Ended: the answer
-    ends at the bottom.
+    `KEEP` (half the height, at least one line, in a `SHORT` lane), so the open line is always
+    shown. Ended: the answer ends at the bottom.
     """
     if height <= 0 or open_line < height:
         return 0
-    if ended or height < SHORT:
+    if ended:
         return open_line - height + 1
-    step = height - KEEP
+    step = height - KEEP if height >= SHORT else max(1, height // 2)
     return ((open_line - height) // step + 1) * step
 
 
