@@ -21,7 +21,7 @@ from helpers.wait import await_until
 from spectui.core.events import TokenEvent, TokenOrigin
 from spectui.ui.themes import spec_variable_defaults
 from spectui.ui.widgets.charts import ChartsPane
-from spectui.ui.widgets.kept import KeptStrips
+from spectui.ui.widgets.kept import KeptStrips, row_blocks
 from spectui.ui.widgets.rate_plot import AXIS_ROWS, QUADRANTS, RatePlot, glyph_rows, trace
 from spectui.ui.widgets.throttle import Throttle
 
@@ -190,3 +190,18 @@ async def test_the_title_names_the_scale_the_plot_shows() -> None:
         title = str(app.query_one("#tps-title", Label).content)
         assert title.startswith(f"tokens/s 0–{top_label} ")
         await app.action_quit()
+
+
+@given(
+    st.sets(st.integers(min_value=0, max_value=40)),
+    st.integers(min_value=1, max_value=80),
+    st.integers(min_value=0, max_value=3),
+)
+def test_changed_rows_are_refreshed_as_blocks_of_consecutive_rows(
+    rows: set[int], width: int, top: int
+) -> None:
+    blocks = row_blocks(sorted(rows), width, top)
+    covered = [y - top for block in blocks for y in range(block.y, block.bottom)]
+    assert covered == sorted(rows)  # every changed row, once, and no other
+    assert all(block.x == 0 and block.width == width for block in blocks)
+    assert all(earlier.bottom < later.y for earlier, later in pairwise(blocks))  # (maximal runs)

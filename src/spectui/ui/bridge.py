@@ -43,7 +43,7 @@ FLUSH_INTERVAL_S = 0.05
 SSH; at thousands of tokens a second the screen stays within ~100 ms of the stream."""
 
 QUIET_FLUSH_INTERVAL_S = READ_GAP_S
-"""A stream of a few tokens a batch is drawn at most this often (4 Hz): at the tens of tokens a
+"""A stream of a few tokens a batch is drawn at most this often (3 Hz): at the tens of tokens a
 second a CPU server makes, each batch cost more than the tokens it showed (a frame, the messages
 and the wake-ups: ~3 ms of the app's CPU in a real terminal), and the text still reads as a
 stream. It is the pace a run reads its stream at (`core.stream.run.READ_GAP_S`), by definition:

@@ -143,13 +143,13 @@ _DONE = object()
 TOKENIZE_TIMEOUT_S = 10.0
 """How long a run waits for ``/tokenize`` (a chain's naming only) before naming without it."""
 
-READ_GAP_S = 0.25
+READ_GAP_S = 1 / 3
 """How often a run reads a thin stream after the first token (see `AsyncioStream.read_gap`; a
 busy one is read every `FAST_GAP_S`): as often as the screen draws a batch of tokens when tokens
 are few (`ui.bridge`), so nothing shows later for it. Each batch costs the TUI a frame, the
-messages and the wake-ups whatever it carries: at 50 tok/s, 0.25 s against 0.15 s (with the
-metrics pane at 1 Hz) cost the TUI ~20 % less CPU and `stream` ~15 % less (bench/README.md,
-client CPU), for up to 0.1 s more before a thin stream's tokens show."""
+messages and the wake-ups whatever it carries: at 50 tok/s, three batches a second against four
+(0.25 s) cost the TUI ~6 % less CPU (bench/README.md, client CPU), for up to 0.08 s more before
+a thin stream's tokens show; text still arrives a line or so at a time."""
 
 
 class StreamRun:

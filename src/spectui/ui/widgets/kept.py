@@ -11,6 +11,8 @@ build uses are looked up once per style change too (`style_of`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rich.style import Style
 from textual.geometry import Region, Size
 from textual.strip import Strip
@@ -54,15 +56,10 @@ class KeptStrips(Widget):
             return
         old, new = self._lines, self.build()
         self._key, self._lines = key, new
-        width, top = self.size.width, self.styles.gutter.top
         rows = max(len(old), len(new))
-        changed = [
-            Region(0, top + y, width, 1)
-            for y in range(rows)
-            if y >= len(old) or y >= len(new) or old[y] != new[y]
-        ]
-        if changed:
-            self.refresh(*changed)
+        changed = (y for y in range(rows) if y >= len(old) or y >= len(new) or old[y] != new[y])
+        if regions := row_blocks(changed, self.size.width, self.styles.gutter.top):
+            self.refresh(*regions)
 
     def render_line(self, y: int) -> Strip:
         key = (self.data_key(), self.size)
@@ -76,3 +73,17 @@ class KeptStrips(Widget):
         super().notify_style_update()
         self._key = None  # (the theme changed: the strips carry the old colours)
         self._styles = {}
+
+
+def row_blocks(rows: Iterable[int], width: int, top: int = 0) -> list[Region]:
+    """The rows ``rows`` (ascending) as one region per run of consecutive rows, ``width`` wide,
+    from ``top``: the compositor's work per frame grows with the regions it is given (each is
+    matched against every widget), and a plot that moved changes all its rows at once."""
+    blocks: list[Region] = []
+    for y in rows:
+        last = blocks[-1] if blocks else None
+        if last is not None and last.bottom == top + y:
+            blocks[-1] = Region(0, last.y, width, last.height + 1)
+        else:
+            blocks.append(Region(0, top + y, width, 1))
+    return blocks

@@ -28,6 +28,7 @@ from spectui.core.compare.whatif import hint
 from spectui.core.events import DrafterStats, MemoryEvent, RunMetrics, StepEvent, TokenEvent
 from spectui.ui import format as fmt
 from spectui.ui.widgets.drafters import drafter_keys
+from spectui.ui.widgets.kept import row_blocks
 from spectui.ui.widgets.labels import fit, shorten, wrap_label
 from spectui.ui.widgets.throttle import Throttle
 from spectui.ui.widgets.token_looks import TOKEN_CLASSES, TOKEN_CSS
@@ -276,7 +277,7 @@ class MetricsPane(Widget):
         # Only the lines whose numbers changed are drawn and sent to the terminal: a snapshot
         # moves a handful of the sixteen lines, and a sample with the same numbers none.
         pairs = enumerate(zip(old, new, strict=True))
-        changed = [Region(0, y, width, 1) for y, (before, after) in pairs if before != after]
+        changed = row_blocks((y for y, (before, after) in pairs if before != after), width)
         self._strips = new
         if changed:
             super().refresh(*changed)
