@@ -257,7 +257,8 @@ class LaneView(Widget):
         for index in range(len(tokens) - len(events), len(tokens)):
             styles.append(text, tokens[index])
         wrapped.append(text)
-        if self._repage():
+        # (the page is the open line's: it can only change when that line moved down)
+        if len(wrapped.lines) != before and self._repage():
             self.refresh()
         else:  # the open line, and the lines it became
             count = len(wrapped.lines) - before + 1
