@@ -15,9 +15,11 @@ import ssl
 import httpx
 import pytest
 import trustme
+from httpx_sse import aconnect_sse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.sse import FIXTURES, sse_payloads
 from spectui.core.llama.transport import AsyncioStream, AsyncioTransport
 from spectui.core.net.per_read import PER_READ, ParsedResponse
 
@@ -185,3 +187,30 @@ async def test_https_and_httpx_own_transport_read_the_same() -> None:
         async with httpx.AsyncClient(transport=AsyncioTransport()) as http:
             with pytest.raises(httpx.ConnectError):  # (an unknown authority is refused)
                 await http.post(url, json={}, extensions=PER_READ_ASKED)
+
+
+async def test_a_capture_gives_the_same_events_as_through_httpx_own_transport() -> None:
+    body = (FIXTURES / "chat-ngram-simple.sse").read_bytes()
+    events = body.split(b"\n\n")
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                await request_head(reader)
+                writer.write(CHUNKED_HEAD + b"".join(chunk(e + b"\n\n") for e in events if e))
+                writer.write(b"0\r\n\r\n")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    seen = []
+    async for url in serve(handler):
+        for transport in (AsyncioTransport(), httpx.AsyncHTTPTransport()):
+            async with (
+                httpx.AsyncClient(transport=transport) as http,
+                aconnect_sse(http, "POST", url, json={}, extensions=PER_READ_ASKED) as source,
+            ):
+                seen.append([(e.event, e.data, e.id) async for e in source.aiter_sse()])
+    payloads = [data for _, data, _ in seen[0] if data != "[DONE]"]
+    assert payloads == sse_payloads("chat-ngram-simple.sse")
+    assert seen[0] == seen[1]

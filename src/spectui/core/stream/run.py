@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 
 import httpx
-from httpx_sse import ServerSentEvent
+from httpx_sse import aconnect_sse
 
 from spectui.core.drafters.chain import ChainNamer
 from spectui.core.errors import AuthError, StreamError
@@ -37,7 +37,6 @@ from spectui.core.llama.memory import MemorySampler
 from spectui.core.llama.protocol import Timings
 from spectui.core.llama.transport import AsyncioStream
 from spectui.core.net.per_read import PER_READ
-from spectui.core.net.sse import SSE_HEADERS, check_event_stream, sse_batches
 from spectui.core.request import GenerationRequest
 from spectui.core.stream import DEFAULT_STALL_TIMEOUT_S
 from spectui.core.stream.attribution import Attributor, ChunkCounters
@@ -294,71 +293,56 @@ class StreamRun:
         moved = loop.time()
         mem_interval = self._memory_interval
         async with asyncio.timeout(stall + slack) as watchdog:
-            async with self._http.stream(
+            async with aconnect_sse(
+                self._http,
                 "POST",
                 self._url,
                 json=self._request.payload(),
-                headers=SSE_HEADERS,
                 timeout=timeout,
-                # Over spectui's transport the body comes whole per socket read, not per chunk
-                # (`core.net.per_read`); httpx's own ignores it.
+                # Over spectui's transport the body comes whole per socket read, not per SSE
+                # chunk (`core.net.per_read`); httpx's own transport ignores it.
                 extensions={PER_READ: True},
-            ) as response:
+            ) as source:
+                response = source.response
                 if response.status_code != 200:
                     body = (await response.aread()).decode(errors="replace")
                     raise _http_error(response.status_code, body)
-                check_event_stream(response)
                 paced = response.extensions.get("network_stream")
                 if not isinstance(paced, AsyncioStream):
                     paced = None  # (httpx's own transport, or a test's: read as it comes)
                 # The loop's clock on the run's: the stream notes its reads on the former.
                 shift = self._clock() - self._t0 - loop.time()
                 try:
-                    async with contextlib.aclosing(sse_batches(response)) as batches:
-                        async for batch in batches:
-                            if (arrived := loop.time()) - moved >= slack:
-                                watchdog.reschedule(arrived + stall + slack)
-                                moved = arrived
-                            for sse in batch:
-                                if (now := self._take(sse, paced, shift, put)) is None:
-                                    return
-                                if self._memory is not None and (
-                                    now - self._last_memory_t >= mem_interval
-                                ):
-                                    await self._sample_memory_due(put)  # (a coroutine when due)
-                                if now - last_metrics >= self._metrics_interval:
-                                    last_metrics = now
-                                    put(MetricsEvent(t=now, snapshot=self.processor.snapshot(now)))
+                    async for sse in source.aiter_sse():
+                        if (arrived := loop.time()) - moved >= slack:
+                            watchdog.reschedule(arrived + stall + slack)
+                            moved = arrived
+                        if sse.data == "[DONE]":
+                            break
+                        if sse.event == "error":
+                            raise StreamError(reported_error(_json_or_text(sse.data)))
+                        now = self._now()
+                        if paced is None:
+                            events = self.processor.feed(sse.data, now)
+                        else:
+                            events = self.processor.feed(
+                                sse.data,
+                                paced.last_read_t + shift,
+                                earliest=paced.previous_read_t + shift,
+                            )
+                            # From the first token on (TTFT is read the moment it arrives).
+                            if not paced.read_gap and self.processor.tracker.tokens:
+                                paced.read_gap = self._read_gap
+                        for event in events:
+                            put(event)
+                        if self._memory is not None and now - self._last_memory_t >= mem_interval:
+                            await self._sample_memory_due(put)  # (a coroutine only when due)
+                        if now - last_metrics >= self._metrics_interval:
+                            last_metrics = now
+                            put(MetricsEvent(t=now, snapshot=self.processor.snapshot(now)))
                 finally:
                     if paced is not None:
                         paced.read_gap = 0.0  # (the connection goes back to the pool)
-
-    def _take(
-        self,
-        sse: ServerSentEvent,
-        paced: AsyncioStream | None,
-        shift: float,
-        put: Callable[[EngineEvent | object], None],
-    ) -> float | None:
-        """Turn one event into engine events (`put`); returns the run's time, None at the end
-        of the stream (`[DONE]`). ``shift``: the loop's clock on the run's."""
-        if sse.data == "[DONE]":
-            return None
-        if sse.event == "error":
-            raise StreamError(reported_error(_json_or_text(sse.data)))
-        now = self._now()
-        if paced is None:
-            events = self.processor.feed(sse.data, now)
-        else:
-            events = self.processor.feed(
-                sse.data, paced.last_read_t + shift, earliest=paced.previous_read_t + shift
-            )
-            # From the first token on (TTFT is read the moment it arrives).
-            if not paced.read_gap and self.processor.tracker.tokens:
-                paced.read_gap = self._read_gap
-        for event in events:
-            put(event)
-        return now
 
     def _sample_memory(self, put: Callable[[EngineEvent | object], None]) -> None:
         """A run's first and last sample, taken at once."""
