@@ -77,6 +77,7 @@ async def test_a_read_of_many_chunks_is_one_piece_and_the_connection_is_kept() -
                     parts = [part async for part in answer.aiter_raw()]
                 assert b"".join(parts) == b"".join(events)
                 assert len(parts) < len(events)  # per read, not per chunk
+        assert streams[0]._transport.is_closing()  # (closing the client closes the idle one)
     assert streams[0] is streams[1]  # a whole answer leaves the connection for the next
 
 

@@ -2,10 +2,10 @@
 
 llama-server sends every SSE event as an HTTP chunk of its own. Through httpcore each chunk is an
 h11 event, climbs httpcore's and httpx's iterators and httpx's decoders one by one, even when one
-socket read brought a dozen (a stream read paced, `llama.transport`): at 50 tok/s about half of
-what reading a stream cost. Here the response is parsed by httptools (llhttp, in C: the chunked
-framing is decoded with no Python frame per chunk, the body's pieces appended to a list), and
-what one read brought is handed on as one piece.
+socket read brought a dozen (a stream read paced, `llama.transport`): then about two thirds of
+what reading a stream costs (bench/stream_read.py). Here the response is parsed by httptools
+(llhttp, in C: the chunked framing is decoded with no Python frame per chunk, the body's pieces
+appended to a list), and what one read brought is handed on as one piece.
 
 A request asks for it with the extension `PER_READ`; spectui's transport sends such requests
 here, over a connection of its own backend (`PerReadClient`), and any other transport ignores the
