@@ -52,10 +52,11 @@ STOCK_TESTS := tests/ui tests/unit/test_overrides.py tests/unit/test_transport.p
 	tests/integration/test_proxy_real.py::test_openai_sdk_streams_through_the_proxy \
 	tests/integration/test_proxy_real.py::test_proxy_tui_over_a_real_server
 
-# Both on every core (pytest-xdist), a whole file to a worker (a module's server starts once),
-# files in collection order (tests/conftest.py puts the slowest first; xdist's own reordering,
-# by test count, would leave them for last).
-XDIST := -n auto --dist loadfile --no-loadscope-reorder
+# Both on every core (pytest-xdist; `logical`: a VM's vCPUs, where `auto` counts physical cores
+# and may find one), a whole file to a worker (a module's server starts once), files in
+# collection order (tests/conftest.py puts the slowest first; xdist's own reordering, by test
+# count, would leave them for last).
+XDIST := -n logical --dist loadfile --no-loadscope-reorder
 
 test: setup
 	$(PY) -m pytest $(XDIST)
