@@ -170,10 +170,12 @@ async def test_share_in_a_real_browser(tmp_path: Path) -> None:
                 give_up_s=GIVE_UP_S,
                 interval=0.5,
             )
-            # Only the saved picture (no assertion reads it) waits for the charts' next redraw.
-            await asyncio.sleep(1.0)
-            shots.append(await browser.screenshot(tab))
             keep = os.environ.get("KEEP_SHARE_SCREENSHOT")  # to look at it: a path for the PNG
+            if keep:
+                # Only a picture kept to look at (no assertion reads it) waits for the charts'
+                # next redraw.
+                await asyncio.sleep(1.0)
+                shots.append(await browser.screenshot(tab))
             await asyncio.to_thread(Path(keep or tmp_path / "share.png").write_bytes, shots[-1])
 
             # The limit: a second tab gets the page saying so, and no process.
