@@ -3,7 +3,7 @@ pass (`wrap_open`) where Rich's `Text.wrap` would split it at its newlines, then
 at its breaks, a `Lines` and a binary search over the spans each time.
 
 A slots-view lane is ~56 columns wide at 120×36 and takes ~10 tokens a batch, so nearly every
-batch overflows its open line: that wrap was half of what appending to a lane cost
+batch overflows its open line: that wrap was ~40 % of what appending to a lane cost
 (bench/README.md, "slots view"). The breaks are Rich's own (`rich._wrap.divide_line`); the
 lines are cut straight from the open line's text and spans, which a lane appends in order.
 """
