@@ -23,6 +23,7 @@ anyone who reaches the port could watch.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import ipaddress
 import secrets
 import shlex
@@ -213,6 +214,8 @@ class ShareServer:
         self.serve = Server(command, host=listen.host, port=listen.port, title=TITLE)
         self.viewers = 0
         """Viewers connected right now (each one a follower process)."""
+        self._viewing: set[asyncio.Task[object]] = set()
+        """The open viewers' websocket handlers, ended when the share stops (`_stop_viewers`)."""
 
     @property
     def url(self) -> str:
@@ -226,6 +229,7 @@ class ShareServer:
         from aiohttp import web
 
         app = web.Application(middlewares=[self._guard])
+        app.on_shutdown.append(self._stop_viewers)
         aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.serve.templates_path))
         app.add_routes(
             [
@@ -286,10 +290,24 @@ class ShareServer:
         if self.viewers >= self.max_viewers:
             return self._full()
         self.viewers += 1
+        task = asyncio.current_task()
+        if task is not None:
+            self._viewing.add(task)
         try:
             return await self.serve.handle_websocket(request)
         finally:
             self.viewers -= 1
+            if task is not None:
+                self._viewing.discard(task)
+
+    async def _stop_viewers(self, _app: web.Application) -> None:
+        """Stopping the share ends every open viewer at once: cancelled, textual-serve's handler
+        tells its follower to quit, waits for it and closes the websocket. Left open, aiohttp's
+        graceful shutdown waited on each viewer's handler for up to a minute."""
+        viewing = list(self._viewing)
+        for task in viewing:
+            task.cancel()
+        await asyncio.gather(*viewing, return_exceptions=True)
 
 
 Options = ShareOptions
