@@ -27,9 +27,9 @@ from textual.widget import Widget
 
 from spectui.core.events import TokenEvent
 from spectui.ui.widgets.drafters import drafter_keys
-from spectui.ui.widgets.lane_lines import LaneLines
 from spectui.ui.widgets.token_looks import TOKEN_CLASSES, TOKEN_CSS, TokenStyles, token_styles
 from spectui.ui.widgets.token_model import MAX_TOKENS, TokenLog
+from spectui.ui.widgets.tokens import WrappedLines
 
 KEEP = 1
 """Finished lines a new page starts with (context for the line that opened it)."""
@@ -163,7 +163,7 @@ class LaneView(Widget):
         """The request ended: its answer is shown ending at the bottom."""
         self.top = 0
         """The first wrapped line shown."""
-        self._wrapped: LaneLines | None = None
+        self._wrapped: WrappedLines | None = None
         self._strips: dict[int, Strip] = {}
         self._styles: TokenStyles | None = None
         self._base: Style | None = None
@@ -182,7 +182,7 @@ class LaneView(Widget):
         """The last frame was drawn by `render_lines` itself (Textual's styles cache is stale)."""
 
     @property
-    def wrapped(self) -> LaneLines:
+    def wrapped(self) -> WrappedLines:
         """The wrapped answer, rebuilt from the model when it is stale."""
         if self._wrapped is None:
             self._wrapped = self._rewrap()
@@ -193,10 +193,10 @@ class LaneView(Widget):
             self._styles = token_styles(self)
         return self._styles
 
-    def _rewrap(self) -> LaneLines:
+    def _rewrap(self) -> WrappedLines:
         self._strips.clear()
         self._padded.clear()
-        wrapped = LaneLines(self.app.console, self.size.width or 80)
+        wrapped = WrappedLines(self.app.console, self.size.width or 80)
         model = self.model
         if model.dropped:
             wrapped.append(Text(f"… {model.dropped:,} earlier tokens not shown\n", "italic"))
