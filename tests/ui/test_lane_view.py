@@ -13,12 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
-from rich.segment import Segment
 from rich.style import Style
 from rich.text import Span, Text
 from textual.app import App, ComposeResult
 from textual.geometry import Region
-from textual.widget import Widget
 
 from spectui.core.events import TokenEvent, TokenOrigin
 from spectui.ui.themes import spec_variable_defaults
@@ -29,7 +27,6 @@ from spectui.ui.widgets.lane_view import (
     _rendered,
     line_strip,
     page_top,
-    plain_box,
 )
 from spectui.ui.widgets.tokens import TokenView
 
@@ -155,46 +152,6 @@ async def test_a_batch_after_a_theme_change_is_shown_once(kind: type[LaneView | 
         await pilot.pause()
         shown = "".join(lane.render_line(y).text for y in range(lane.size.height))
         assert shown.count("w7 ") == 1 and shown.count("w2 ") == 1
-
-
-def textual_lines(lane: LaneView, crop: Region) -> list[list[Segment]]:
-    """``crop`` of the lane as Textual's own styles cache draws it."""
-    lane._styles_cache.clear()
-    return [list(strip) for strip in Widget.render_lines(lane, crop)]
-
-
-@pytest.mark.parametrize("padding", [(0, 1, 0, 0), (0, 1, 0, 1), (0, 0, 0, 0), (0, 2, 0, 3)])
-async def test_a_lane_pads_its_lines_as_textual_does(padding: tuple[int, int, int, int]) -> None:
-    app = OneLane()
-    async with app.run_test(size=(30, 12)) as pilot:
-        lane = app.query_one(LaneView)
-        lane.styles.padding = padding
-        for start in range(0, 60, 10):
-            lane.add(tuple(token(i) for i in range(start, start + 10)))
-            await pilot.pause()
-        assert plain_box(lane)
-        width, height = lane.region.size
-        for crop in (Region(0, 0, width, height), Region(2, 3, width - 5, 4)):
-            for _ in range(2):  # (drawn, then from the lane's cache)
-                own = [list(strip) for strip in lane.render_lines(crop)]
-                assert own == textual_lines(lane, crop)
-
-
-async def test_a_lane_in_any_other_box_is_drawn_by_textual() -> None:
-    app = OneLane()
-    async with app.run_test(size=(30, 12)) as pilot:
-        lane = app.query_one(LaneView)
-        lane.add(tuple(token(i) for i in range(40)))
-        await pilot.pause()
-        lane.render_lines(Region(0, 0, *lane.region.size))  # (drawn as a plain box)
-        lane.styles.border = ("round", "red")
-        lane.styles.padding = (1, 1, 0, 0)
-        await pilot.pause()
-        assert not plain_box(lane)
-        crop = Region(0, 0, *lane.region.size)
-        own = [list(strip) for strip in lane.render_lines(crop)]
-        assert own == textual_lines(lane, crop)
-        assert "╭" in "".join(segment.text for segment in own[0])
 
 
 async def test_a_short_lane_repaints_whole_at_most_every_other_line() -> None:

@@ -12,7 +12,6 @@ bottom, as a finished token pane is.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.cells import cell_len
@@ -20,7 +19,6 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.color import Color
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
@@ -107,39 +105,6 @@ def _rendered(line: Text, base: Style, width: int, console: Console) -> Strip:
     return Strip(line.render(console)).apply_style(base).crop_extend(0, width, base)
 
 
-def plain_box(widget: Widget) -> bool:
-    """Whether ``widget``'s box is only colours and left/right padding: no border, outline,
-    title, vertical padding, tint, hatch or transparency (`LaneView.render_lines` draws such a
-    box itself)."""
-    styles = widget.styles
-    top, _right, bottom, _left = styles.padding
-    return (
-        not top
-        and not bottom
-        and not any(edge for edge, _color in styles.border)
-        and not any(edge for edge, _color in styles.outline)
-        and widget._border_title is None
-        and widget._border_subtitle is None
-        and not styles.tint.a
-        and styles.text_opacity == 1.0
-        and widget.opacity == 1.0
-        and not (styles.has_rule("hatch") and styles.hatch != "none")
-        and not widget.hover_style._link_id
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Box:
-    """A `plain_box`: what Textual's styles cache pads a line with."""
-
-    pad_left: int
-    pad_right: int
-    inner: Style
-    """The padding's style (the widget's background over its parent's)."""
-    background: Color
-    """The widget's background (the line filters' argument)."""
-
-
 class LaneView(Widget):
     """A lane's tokens (`TokenView`'s colours and marks), a page at a time; see the module."""
 
@@ -170,16 +135,6 @@ class LaneView(Widget):
         self._looks: dict[object, Style] = {}
         """Span styles combined with ``_base`` (`line_strip`)."""
         self._blank: Strip | None = None
-        self._padded: dict[int, Strip] = {}
-        """Finished lines with the lane's padding (`render_lines`), by wrapped index."""
-        self._padded_width = 0
-        """The width ``_padded`` was drawn at."""
-        self._box: _Box | None = None
-        """The lane's padding and colours (`render_lines`)."""
-        self._box_key = -1
-        """The style counters ``_box`` was looked up at."""
-        self._own_lines = False
-        """The last frame was drawn by `render_lines` itself (Textual's styles cache is stale)."""
 
     @property
     def wrapped(self) -> WrappedLines:
@@ -195,7 +150,6 @@ class LaneView(Widget):
 
     def _rewrap(self) -> WrappedLines:
         self._strips.clear()
-        self._padded.clear()
         wrapped = WrappedLines(self.app.console, self.size.width or 80)
         model = self.model
         if model.dropped:
@@ -221,7 +175,6 @@ class LaneView(Widget):
     def _redraw(self) -> None:
         self._wrapped = None
         self._strips.clear()
-        self._padded.clear()
         self._blank = None
         self._repage()
         self.refresh()
@@ -272,91 +225,21 @@ class LaneView(Widget):
         self._looks.clear()
         self._wrapped = None
         self._strips.clear()
-        self._padded.clear()
         self._blank = None
 
     def on_resize(self) -> None:
         if self._wrapped is not None and self._wrapped.width != self.size.width:
             self._wrapped = None
             self._strips.clear()
-            self._padded.clear()
         self._blank = None
         self._repage()
 
-    def _box_now(self) -> _Box | None:
-        """The lane's box, or None where Textual must draw it (`plain_box`). Looked up again
-        when a style of the lane or of one of its ancestors changed (Textual's style counters
-        only grow, so their sum changes with any of them): the lookup walks the ancestors
-        twice, ~10 times what their counters cost."""
-        key = sum(node.styles._cache_key for node in self.ancestors_with_self)
-        if key != self._box_key:
-            self._box_key = key
-            box = None
-            if plain_box(self):
-                _top, pad_right, _bottom, pad_left = self.styles.padding
-                base_background, background = self.background_colors
-                inner = self._styles_cache.get_inner_outer(base_background, background)[0]
-                box = _Box(pad_left, pad_right, inner.rich_style, background)
-            if box != self._box:  # (lines padded in the old box's colours)
-                self._box = box
-                self._padded.clear()
-        return self._box
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        """The lines in ``crop``, padded as Textual's styles cache pads them where the box is
-        that simple (`plain_box`), else by Textual.
-
-        Textual's per-line work (reading the box's styles, padding, the closures of its
-        `StylesCache.render_line`) cost three times what the lane's own lines did at four lanes
-        of 50 tok/s (bench/README.md, "slots view"). A finished line's padded strip is kept, so
-        the line filters (`Strip.apply_filter`, cached on the strip) run on it once."""
-        box = self._box_now()
-        if box is None:
-            if self._own_lines:  # (lines were drawn here since: its cache holds older ones)
-                self._own_lines = False
-                self._styles_cache.clear()
-            return super().render_lines(crop)
-        self._own_lines = True
-        width = self.region.width
-        inner = box.inner
-        pad_left, pad_right = box.pad_left, box.pad_right
-        content_width = width - pad_left - pad_right
-        if self._padded_width != width:
-            self._padded_width = width
-            self._padded.clear()
-        padded = self._padded
-        finished = len(self.wrapped.lines)
-        filters = self.app.get_line_filters()
-        strips: list[Strip] = []
-        for y in crop.line_range:
-            index = self.top + y
-            strip = padded.get(index)
-            if strip is None:
-                line = self._line(index, content_width).adjust_cell_length(content_width, inner)
-                segments = list(line)
-                if pad_left:
-                    segments.insert(0, Segment(" " * pad_left, inner))
-                if pad_right:
-                    segments.append(Segment(" " * pad_right, inner))
-                strip = Strip(segments, width)
-                if index < finished:  # (the open line changes with every batch)
-                    padded[index] = strip
-            for line_filter in filters:
-                strip = strip.apply_filter(line_filter, box.background)
-            strips.append(strip)
-        if crop.column_span != (0, width):
-            x1, x2 = crop.column_span
-            strips = [strip.crop(x1, x2) for strip in strips]
-        return strips
-
     def render_line(self, y: int) -> Strip:
-        return self._line(self.top + y, self.size.width)
-
-    def _line(self, index: int, width: int) -> Strip:
-        """Wrapped line ``index`` (blank past the end), ``width`` cells wide."""
+        width = self.size.width
         if (base := self._base) is None:  # (it walks the ancestors: once per style change)
             base = self._base = self.rich_style
             self._looks.clear()
+        index = self.top + y
         if (cached := self._strips.get(index)) is not None:
             return cached
         wrapped = self.wrapped
