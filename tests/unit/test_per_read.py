@@ -14,12 +14,12 @@ import ssl
 
 import httpx
 import pytest
-import trustme
 from httpx_sse import aconnect_sse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers.sse import FIXTURES, sse_payloads
+from helpers.tls import loopback_tls
 from spectui.core.llama.transport import AsyncioStream, AsyncioTransport
 from spectui.core.net.per_read import PER_READ, ParsedResponse
 
@@ -160,11 +160,7 @@ async def test_a_connection_the_server_closed_is_not_reused() -> None:
 
 
 async def test_https_and_httpx_own_transport_read_the_same() -> None:
-    authority = trustme.CA()
-    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    authority.issue_cert("127.0.0.1").configure_cert(server_tls)
-    client_tls = ssl.create_default_context()
-    authority.configure_trust(client_tls)
+    server_tls, client_tls = loopback_tls()
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

@@ -10,14 +10,13 @@ import asyncio
 import contextlib
 import math
 import socket
-import ssl
 import threading
 from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-import trustme
 
+from helpers.tls import loopback_tls
 from helpers.wait import await_until, wait_until
 from spectui.core import overrides
 from spectui.core.llama.transport import (
@@ -188,11 +187,7 @@ async def test_a_server_that_hangs_up_mid_answer_is_a_transport_error() -> None:
 
 
 async def test_https_through_the_asyncio_path() -> None:
-    authority = trustme.CA()
-    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    authority.issue_cert("127.0.0.1").configure_cert(server_tls)
-    client_tls = ssl.create_default_context()
-    authority.configure_trust(client_tls)
+    server_tls, client_tls = loopback_tls()
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await request_head(reader)
