@@ -14,12 +14,14 @@ from helpers.engines import FakeEngine, FakeSetup, ScriptedEngine
 from spectui.app_setup import build_engine, compare_setup
 from spectui.cli import build_parser, main, settings_from, split_extra
 from spectui.config import Settings
-from spectui.core.compare.setup import CompareSetup
+from spectui.core.compare.setup import PEAK_INTERVAL_S, CompareSetup
+from spectui.core.compare.store import ServerOptions
 from spectui.core.llama.binary import BinaryChoice
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.prompts import builtin_prompt
 from spectui.core.request import Delivery, GenerationRequest, Sampling
 from spectui.core.stream import DEFAULT_STALL_TIMEOUT_S
+from spectui.core.stream.run import MEMORY_INTERVAL_S
 from spectui.ui.apps.live import SpectuiApp
 
 from .ui_helpers import settle
@@ -179,3 +181,21 @@ def test_the_stall_timeout_reaches_the_engines(
     setup = compare_setup(settings_for("--stall-timeout", "7"))
     assert made["stall_timeout_s"] == 7.0
     assert setup.engine(SpecConfig.parse("ngram-simple")).stall_timeout_s == 7.0
+
+
+def test_a_comparison_samples_memory_faster_than_a_watched_run(tmp_path: Path) -> None:
+    """A watched run samples the server's memory as often as its panes redraw; a comparison's
+    run twice as often, for its peaks (a verdict's price)."""
+    assert build_engine(settings_for("--url", "http://127.0.0.1:9")).memory_interval_s == (
+        MEMORY_INTERVAL_S
+    )
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF\x03\x00\x00\x00" + bytes(24))
+    setup = CompareSetup(
+        binary=BinaryChoice(path=tmp_path / "llama-server", source="test"),
+        caps=FakeSetup().caps,
+        model=model,
+        server=ServerOptions(ctx_size=512),
+    )
+    assert setup.engine(SpecConfig.parse("ngram-simple")).memory_interval_s == PEAK_INTERVAL_S
+    assert PEAK_INTERVAL_S < MEMORY_INTERVAL_S

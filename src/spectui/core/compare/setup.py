@@ -30,6 +30,10 @@ from spectui.core.llama.gguf import check_gguf
 from spectui.core.llama.specconfig import SpecConfig
 from spectui.core.stream import DEFAULT_STALL_TIMEOUT_S
 
+PEAK_INTERVAL_S = 0.5
+"""How often a compared run samples the server's memory: its peak is a verdict's price, so it is
+sampled twice as often as a watched run's (`core.stream.run.MEMORY_INTERVAL_S`)."""
+
 
 class CompareSetupError(SpectuiError):
     """A comparison that cannot be run fairly, or at all, as asked."""
@@ -87,6 +91,7 @@ class CompareSetup:
             dirs=self.dirs,
             stall_timeout_s=self.stall_timeout_s,
             parallel=self.parallel,
+            memory_interval_s=PEAK_INTERVAL_S,
         )
 
     def with_slots(self, levels: Sequence[int]) -> CompareSetup:

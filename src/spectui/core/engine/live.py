@@ -30,7 +30,7 @@ from spectui.core.llama.specconfig import SYNTH_LEN_FLAG, SpecConfig
 from spectui.core.request import GenerationRequest
 from spectui.core.stream import DEFAULT_STALL_TIMEOUT_S
 from spectui.core.stream.naming import namer_for, server_slots
-from spectui.core.stream.run import StreamRun
+from spectui.core.stream.run import MEMORY_INTERVAL_S, StreamRun
 
 # An error-level line of llama-server's log: 'M.SS.mmm.uuu E module  function: message'.
 _LOG_ERROR = re.compile(r"^\S+ E \S+\s+(?:\w+: )?(.*)$")
@@ -70,13 +70,15 @@ def launch_engine(
     dirs: EngineDirs | None = None,
     stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S,
     parallel: int = 1,
+    memory_interval_s: float = MEMORY_INTERVAL_S,
 ) -> LiveEngine:
     """A (not yet started) engine that launches ``binary`` with ``model`` and ``spec``
     (``parallel``: its slots, ``--parallel``).
 
     Everything that can be checked before a process starts is checked here (model and draft
     model files, the spec and the extra arguments against this binary's ``--help``), so a bad
-    input costs one line, not a half-started server. ``stall_timeout_s``: see `LiveEngine`.
+    input costs one line, not a half-started server. ``stall_timeout_s``, ``memory_interval_s``:
+    see `LiveEngine`.
     """
     check_gguf(model)
     if spec.draft_model is not None:
@@ -95,14 +97,21 @@ def launch_engine(
     config.argv(caps, port=config.port or 0)  # rejects bad extra args now, not at launch
     dirs = dirs or EngineDirs()
     server = ManagedServer(config, caps, log_dir=dirs.logs)
-    return LiveEngine(server, caps=caps, dirs=dirs, stall_timeout_s=stall_timeout_s)
+    return LiveEngine(
+        server,
+        caps=caps,
+        dirs=dirs,
+        stall_timeout_s=stall_timeout_s,
+        memory_interval_s=memory_interval_s,
+    )
 
 
 class LiveEngine(LiveServerSource):
     """One llama-server and the runs streamed from it; implements `Engine`.
 
     ``stall_timeout_s``: every run's stall watchdog (`StreamRun`), seconds without a byte from
-    the server before the run ends with a 'stall' error.
+    the server before the run ends with a 'stall' error. ``memory_interval_s``: how often a run
+    samples the server's memory (`StreamRun`).
     """
 
     def __init__(
@@ -114,9 +123,11 @@ class LiveEngine(LiveServerSource):
         api_key: SecretStr | None = None,
         dirs: EngineDirs | None = None,
         stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S,
+        memory_interval_s: float = MEMORY_INTERVAL_S,
     ) -> None:
         self._server = server
         self.stall_timeout_s = stall_timeout_s
+        self.memory_interval_s = memory_interval_s
         self._dirs = dirs or EngineDirs()
         self._caps = caps
         self._attach_url = url
@@ -336,6 +347,7 @@ class LiveEngine(LiveServerSource):
             request,
             memory=memory,
             stall_timeout_s=self.stall_timeout_s,
+            memory_interval_s=self.memory_interval_s,
             namer=await self._chain_namer(),
         )
         self._current = run

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 WAITING_AFTER_S = 3.0
 """A run whose file has not grown for this long, without a summary, shows as 'waiting…' (a live
-run writes a memory sample twice a second, so a long prompt does not trip it)."""
+run writes a memory sample every second, so a long prompt does not trip it)."""
 
 STOPPED_AFTER_S = 20.0
 """... and after this long as 'presenter stopped'."""

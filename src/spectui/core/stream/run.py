@@ -142,6 +142,12 @@ _DONE = object()
 TOKENIZE_TIMEOUT_S = 10.0
 """How long a run waits for ``/tokenize`` (a chain's naming only) before naming without it."""
 
+MEMORY_INTERVAL_S = 1.0
+"""How often a run samples the server's memory (and spectui's own CPU) by default: as often as
+the panes that show them redraw (`ui.widgets.metrics`, `ui.widgets.server`); each sample walks
+/proc in a thread and costs the TUI a message. A comparison samples faster for its peaks
+(`core.compare.setup.PEAK_INTERVAL_S`)."""
+
 READ_GAP_S = 1 / 3
 """How often a run reads a thin stream after the first token (see `AsyncioStream.read_gap`; a
 busy one is read every `FAST_GAP_S`): as often as the screen draws a batch of tokens when tokens
@@ -171,7 +177,7 @@ class StreamRun:
         stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S,
         clock: Callable[[], float] = time.monotonic,
         metrics_interval_s: float = 0.1,
-        memory_interval_s: float = 0.5,
+        memory_interval_s: float = MEMORY_INTERVAL_S,
         read_gap_s: float = READ_GAP_S,
         namer: ChainNamer | None = None,
     ) -> None:
@@ -352,7 +358,7 @@ class StreamRun:
 
     async def _sample_memory_due(self, put: Callable[[EngineEvent | object], None]) -> None:
         """The periodic sample, in a thread: psutil walks /proc to find the process tree, which
-        would stall the event loop (and the UI on it) twice a second."""
+        would stall the event loop (and the UI on it) with every sample."""
         now = self._now()
         if self._memory is None or now - self._last_memory_t < self._memory_interval:
             return

@@ -30,8 +30,8 @@ from spectui.ui.widgets.rate_plot import RatePlot
 from spectui.ui.widgets.series import RateSeries, StepSeries
 from spectui.ui.widgets.throttle import Throttle
 
-REDRAW_INTERVAL_S = 2.0
-"""Charts redraw at most every two seconds, and only what changed (`throttle`, `kept`): a trend
+REDRAW_INTERVAL_S = 3.0
+"""Charts redraw at most every three seconds, and only what changed (`throttle`, `kept`): a trend
 over seconds reads the same, and each redraw costs the strips it builds (~5 ms for the three in
 the wide layout) and the rows it draws again (~0.1 ms each) (bench/README.md, performance
 guard)."""

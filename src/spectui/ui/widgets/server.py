@@ -70,8 +70,9 @@ def describe(info: ServerInfo) -> str:
 
 
 CPU_REDRAW_S = 1.0
-"""The CPU shares are redrawn at most once a second: the samples come twice a second, and the
-bar's two lines cost as much to draw as a token frame."""
+"""The CPU shares are redrawn at most once a second: a run's samples come about as often
+(`core.stream.run.MEMORY_INTERVAL_S`), and the bar's two lines cost as much to draw as a token
+frame."""
 
 
 class ServerBar(KeptStrips):
