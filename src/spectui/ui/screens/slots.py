@@ -4,7 +4,7 @@ It draws a `SlotsSource` (`spectui.ui.lanes`: the proxy's requests, a follower's
 `--concurrency` comparison's clients). Redraws are batched: every `PULL_S` each lane gets the
 tokens that arrived since the last pull, all lanes in one frame (a lane repaints the lines they
 changed), every `NUMBERS_EVERY` pulls the lanes' numbers and the aggregate line, repainted only
-when their text changed. Four streams are watched, not read token by token, so a lane moves five
+when their text changed. Four streams are watched, not read token by token, so a lane moves three
 times a second and its numbers once: at four lanes of 50 tok/s each the view's frames were most
 of its cost (bench/README.md, "slots view").
 """
@@ -21,14 +21,17 @@ from textual.widgets import Footer
 from spectui.core.engine.base import RunSource
 from spectui.core.events import TokenEvent
 from spectui.core.proxy.models import RequestStatus
+from spectui.core.stream.run import READ_GAP_S
 from spectui.ui.compositor import use_lean_compositor
 from spectui.ui.lanes import LANES, FollowLanes, LaneFeed, SlotsSource, WatchLanes
 from spectui.ui.widgets.slots import SlotLane, SlotsAggregate, SlotsGrid
 
-PULL_S = 0.2
-"""Tokens reach the lanes in batches, five a second."""
+PULL_S = READ_GAP_S
+"""Tokens reach the lanes in batches, three a second: the pace the live token pane draws a thin
+stream at. Each pull costs a frame of every lane's changed lines whatever it carries; at five a
+second the frames and pulls were two thirds of what the view drew."""
 
-NUMBERS_EVERY = 5
+NUMBERS_EVERY = 3
 """Titles and the aggregate line are looked at every this many pulls (1 Hz)."""
 
 HELP = (

@@ -63,8 +63,8 @@ def line_strip(
     line's own style, by (own, span) style (the caller clears it when ``base`` changes).
 
     `Text.render` sorts every span boundary and combines a stack of styles per segment; with
-    `Strip.apply_style` after it, that was most of what a lane's open line cost to draw, five
-    times a second per lane."""
+    `Strip.apply_style` after it, that was most of what a lane's open line cost to draw, with
+    every pull."""
     spans = line.spans
     if not base:  # (`Strip.apply_style` leaves a null style out: so does this)
         return _rendered(line, base, width, console)
