@@ -13,10 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Container, Vertical
 from textual.events import Resize
+from textual.strip import Strip
 from textual.widget import Widget
 
 from spectui.core.events import TokenEvent
@@ -69,20 +73,45 @@ class LaneNumbers:
 
 class LineText(Widget):
     """Fixed lines of text, repainted (never laid out again) when they change: the numbers
-    change every second, and a `Static`'s update asks for a layout of the whole screen."""
+    change every second, and a `Static`'s update asks for a layout of the whole screen.
+
+    Each line is drawn straight into a strip, cut with an ellipsis where it is too long: a
+    `Text` rendered through Textual's content pipeline cost ~0.35 ms a line, and the four lane
+    headers change every second."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.text = ""
         """What is shown (tests read it)."""
+        self._strips: dict[int, Strip] = {}
+        self._base: Style | None = None
 
     def show(self, text: str) -> None:
         if text != self.text:  # (an unchanged line costs no frame)
             self.text = text
+            self._strips.clear()
             self.refresh()
 
-    def render(self) -> Text:
-        return Text(self.text, no_wrap=True, overflow="ellipsis")
+    def render_line(self, y: int) -> Strip:
+        if (strip := self._strips.get(y)) is not None and strip.cell_length == self.size.width:
+            return strip
+        if (base := self._base) is None:  # (it walks the ancestors: once per style change)
+            base = self._base = self.rich_style
+        width = self.size.width
+        lines = self.text.splitlines()
+        line = Text(lines[y] if y < len(lines) else "", end="")
+        line.truncate(width, overflow="ellipsis")
+        text = line.plain
+        segments = [Segment(text, base)] if text else []
+        if (cells := cell_len(text)) < width:  # (padded as Textual pads a rendered line)
+            segments.append(Segment(" " * (width - cells), Style(bgcolor=base.bgcolor)))
+        strip = self._strips[y] = Strip(segments, width)
+        return strip
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._base = None
+        self._strips.clear()
 
 
 class SlotLane(Vertical):
