@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
 from helpers.engines import FakeEngine
@@ -33,7 +34,7 @@ from spectui.ui.apps.proxy import ProxyApp
 from spectui.ui.lanes import CompareLanes, FollowLanes, HubLanes, WatchLanes
 from spectui.ui.screens.proxy import ProxyScreen
 from spectui.ui.screens.slots import SlotsScreen
-from spectui.ui.widgets.slots import SlotsGrid
+from spectui.ui.widgets.slots import LineText, SlotsGrid
 
 from .proxy_screen_helpers import START, FakeClocks, begin, feed, finish, make_hub
 from .ui_helpers import settle
@@ -331,3 +332,22 @@ def test_slots_snapshot_80x24(snap_compare: SnapCompare) -> None:
     hub, _clocks = make_hub()
     app = ProxyApp(None, Settings(), hub=hub)
     assert snap_compare(app, terminal_size=(80, 24), run_before=_four_lanes)
+
+
+async def test_a_header_line_is_cut_with_an_ellipsis_and_padded() -> None:
+    """`LineText` draws its lines straight into strips: each as wide as the widget, a long one
+    cut with '…', a missing one blank, and a new text redrawn."""
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield LineText(id="line")
+
+    app = One()
+    async with app.run_test(size=(20, 4)) as pilot:
+        line = app.query_one("#line", LineText)
+        line.styles.height = 3
+        line.show("a header far longer than twenty cells\nshort")
+        await pilot.pause()
+        rows = ["".join(s.text for s in line.render_line(y)) for y in range(3)]
+        assert rows == ["a header far longer…", "short" + " " * 15, " " * 20]
+        line.show("new")
+        assert "".join(s.text for s in line.render_line(0)) == "new" + " " * 17
