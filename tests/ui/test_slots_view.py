@@ -337,6 +337,7 @@ def test_slots_snapshot_80x24(snap_compare: SnapCompare) -> None:
 async def test_a_header_line_is_cut_with_an_ellipsis_and_padded() -> None:
     """`LineText` draws its lines straight into strips: each as wide as the widget, a long one
     cut with '…', a missing one blank, and a new text redrawn."""
+
     class One(App[None]):
         def compose(self) -> ComposeResult:
             yield LineText(id="line")
