@@ -62,6 +62,12 @@ def run_spectui(*args: str) -> None:
         ) from None
 
 
+def healthy(url: str) -> bool:
+    """Whether ``url`` answers /health (curl, 2 s)."""
+    done = subprocess.run(["curl", "-sfm", "2", f"{url}/health"], capture_output=True, check=False)
+    return done.returncode == 0
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from subprocess import DEVNULL
 
 from client_cpu import PYTHON, ROOT, _python_child, env_for, fake_server, window_cpu
-from common import median, write_result
+from common import healthy, median, write_result
 
 from spectui.core.llama.server import free_port
 
@@ -57,11 +57,6 @@ def wait_until(check: object, what: str, give_up_s: float = 30.0) -> None:
             return
         time.sleep(0.1)
     raise SystemExit(f"concurrent_cpu: {what} did not happen within {give_up_s:g} s")
-
-
-def healthy(url: str) -> bool:
-    done = subprocess.run(["curl", "-sfm", "2", f"{url}/health"], capture_output=True, check=False)
-    return done.returncode == 0
 
 
 @contextlib.contextmanager

@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterator
 
 from client_cpu import PYTHON, fake_server, window_cpu
-from common import median, write_result
+from common import healthy, median, write_result
 
 from spectui.core.llama.server import free_port
 
@@ -87,11 +87,6 @@ async def bare_relay(upstream_port: int, port: int) -> None:
     server = await loop.create_server(lambda: _Client(upstream_port), "127.0.0.1", port)
     async with server:
         await server.serve_forever()
-
-
-def healthy(url: str) -> bool:
-    done = subprocess.run(["curl", "-sfm", "2", f"{url}/health"], capture_output=True, check=False)
-    return done.returncode == 0
 
 
 @contextlib.contextmanager

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from client_cpu import PYTHON, ROOT, _python_child, fake_server, window_cpu
-from common import median, write_result
+from common import healthy, median, write_result
 
 from spectui.core.llama.server import free_port
 
@@ -69,11 +69,6 @@ def wait_for(check: object, give_up_s: float = 20.0) -> bool:
             return True
         time.sleep(0.1)
     return False
-
-
-def healthy(url: str) -> bool:
-    done = subprocess.run(["curl", "-sfm", "2", f"{url}/health"], capture_output=True, check=False)
-    return done.returncode == 0
 
 
 def one_run(
