@@ -30,7 +30,9 @@ class Throttle:
         self.widget = widget
         self.interval = interval
         self._redraw = redraw
-        self._last = 0.0
+        # (not 0: the monotonic clock counts from boot, and a machine up for less than the
+        # interval would hold the first redraw back)
+        self._last = float("-inf")
         self._timer: Timer | None = None
 
     @property
