@@ -5,7 +5,9 @@ at most every other time its open line moves down (counted). And a lane fed past
 first page shows its newest tokens (Pilot). And a batch after a theme change is shown once, in a
 lane as in the live token pane (both build their wrapped text anew from the model, which then
 holds the batch already). And a lane's line is drawn cell for cell as `Text.render` draws it
-(`line_strip`, a property over any spans)."""
+(`line_strip`, a property over any spans). And a lane styled plainly draws the very cells
+Textual's stock path draws, pages moved and rows reused (`render_lines`), and any other lane is
+left to the stock path."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from rich.style import Style
 from rich.text import Span, Text
 from textual.app import App, ComposeResult
 from textual.geometry import Region
+from textual.widget import Widget
 
 from spectui.core.events import TokenEvent, TokenOrigin
 from spectui.ui.themes import spec_variable_defaults
@@ -183,3 +186,41 @@ async def test_a_short_lane_repaints_whole_at_most_every_other_line() -> None:
                 assert sum(region.height for region in regions) <= 2
         assert moves > 20
         assert whole <= moves // 2 + 1
+
+
+class PaddedLane(App[None]):
+    """A lane with side padding, as the slots view stacks it, or with what only the stock
+    path draws (a border); its CSS is set per test."""
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return spec_variable_defaults(self.current_theme)
+
+    def compose(self) -> ComposeResult:
+        yield LaneView(id="lane")
+
+
+@pytest.mark.parametrize(
+    ("css", "plain"),
+    [
+        ("padding: 0 1 0 0;", True),
+        ("padding: 0 1 0 1; background: $primary-muted;", True),
+        ("padding: 0;", True),
+        ("padding: 0 1 0 1; border: round red;", False),
+        ("padding: 1 1 0 0;", False),
+        ("padding: 0 1 0 0; tint: red 20%;", False),
+    ],
+)
+async def test_a_lane_draws_the_cells_the_stock_path_draws(css: str, plain: bool) -> None:
+    app = type("Styled", (PaddedLane,), {"CSS": f"LaneView {{ {css} }}"})()
+    async with app.run_test(size=(30, 8)) as pilot:
+        lane = app.query_one(LaneView)
+        assert (lane._plain_sides() is not None) is plain
+        for start in range(0, 120, 40):  # (pages move: rows kept from before are reused)
+            lane.add(tuple(token(i) for i in range(start, start + 40)))
+            await pilot.pause()
+            width, height = lane.region.size
+            for crop in (Region(0, 0, width, height), Region(2, 1, width - 5, 3)):
+                stock = Widget.render_lines(lane, crop)
+                drawn = lane.render_lines(crop)
+                assert [list(strip) for strip in drawn] == [list(strip) for strip in stock]
+                assert all(strip.cell_length == crop.width for strip in drawn)

@@ -64,11 +64,23 @@ class WrappedLines:
     def append(self, text: Text) -> None:
         self.open.append_text(text)
         plain = self.open.plain
-        if "\n" not in plain and cell_len(plain) <= self.width:
+        width = self.width
+        if "\n" not in plain and cell_len(plain) <= width:
             return
-        wrapped = self.open.wrap(self.console, self.width, overflow="fold")
+        if "\t" in plain:  # (tabs expand by where they fall: Rich wraps it all)
+            wrapped = list(self.open.wrap(self.console, width, overflow="fold"))
+        else:
+            # `Text.wrap` splits at newlines, then looks for word breaks in every line: a line
+            # that fits needs none (answers are mostly such lines: code, lists), so only the
+            # others are wrapped, each as `Text.wrap` wraps it.
+            wrapped = []
+            for line in self.open.split("\n", allow_blank=True):
+                if len(line) <= width and cell_len(line.plain) <= width:
+                    wrapped.append(line)
+                else:
+                    wrapped.extend(line.wrap(self.console, width, overflow="fold"))
         self.lines.extend(wrapped[:-1])
-        self.open = wrapped[-1] if len(wrapped) else Text()
+        self.open = wrapped[-1] if wrapped else Text()
 
     def line(self, index: int) -> Text | None:
         if index < len(self.lines):
