@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import from_json
 
 from spectui.core.errors import StreamError
 from spectui.core.llama.protocol import ChatChunk, CompletionChunk, PromptProgress, Timings
@@ -54,9 +55,15 @@ def payload_object(payload: bytes | str) -> dict[str, Any] | None:
     if not payload or payload in (b"[DONE]", "[DONE]"):
         return None
     try:
-        obj = json.loads(payload)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
+        # pydantic-core's parser (Rust) reads a chunk in half json's time, and the proxy reads
+        # every chunk of every stream; what it refuses (a lone surrogate's escape, a byte-order
+        # mark, UTF-16) json reads as it always did.
+        obj = from_json(payload)
+    except ValueError:
+        try:
+            obj = json.loads(payload)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return None
     return obj if isinstance(obj, dict) else None
 
 
