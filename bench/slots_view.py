@@ -2,7 +2,8 @@
 streaming through it at RATE tokens/s each, the slots view open (`s`: four lanes) against the
 proxy screen alone, from a paced stand-in server (`fake_server.py`) so only spectui's own work
 is measured. A fourth mode, the proxy with `--format jsonl` and no TUI, is the proxy's own work;
-the slots view's drawing is its CPU minus that.
+the slots view's drawing is its CPU minus that. A fifth, `relay_floor.py`'s bare relay, is the
+machine's own speed in that round: the same streams through a relay that only forwards bytes.
 
 Each run starts the proxy's TUI in a tmux session (120x36 or 80x24), presses `s` (checked on
 the pane: the lanes' line must show), starts four `curl -N` clients through the proxy, and after
@@ -34,6 +35,7 @@ from pathlib import Path
 
 from client_cpu import PYTHON, ROOT, _python_child, fake_server, window_cpu
 from common import healthy, median, write_result
+from relay_floor import one_run as floor_run
 
 from spectui.core.llama.server import free_port
 
@@ -44,6 +46,7 @@ GOAL = 5.0
 """Percent of one core: the slots view, 4 lanes at 50 tok/s each, in tmux."""
 
 STREAMS = 4
+FLOOR = "bare relay"
 SLOTS_LINE = "one per concurrent request"
 """What the slots view's aggregate line says (the pane is checked for it)."""
 
@@ -52,9 +55,12 @@ MODES: dict[str, tuple[int, int, bool | None]] = {
     "proxy screen 120x36": (120, 36, False),
     "slots 80x24": (80, 24, True),
     "proxy jsonl": (120, 36, None),
+    FLOOR: (0, 0, None),
 }
 """name: (columns, rows, whether `s` is pressed; None: no TUI, `--format jsonl` to /dev/null,
-the proxy's own work without drawing)."""
+the proxy's own work without drawing). `FLOOR` is `relay_floor.py`'s bare relay, whatever the
+source tree: what the machine charges for the same four streams in that very round (its speed
+moves 1.5-2x between windows, the proxy's share of a core with it)."""
 
 
 def tmux(*args: str, capture: bool = False) -> str:
@@ -152,8 +158,13 @@ def main() -> None:
         for _ in range(args.reps):
             for mode in modes:
                 for src, label in sources:
+                    if mode == FLOOR and label != "now":
+                        continue  # (no spectui in it: one per round)
                     name = mode if label == "now" else f"{label}: {mode}"
-                    cpu, written = one_run(url, mode, tokens, args.window, src)
+                    if mode == FLOOR:
+                        cpu, written = floor_run("bare", url, STREAMS, args.window), 0.0
+                    else:
+                        cpu, written = one_run(url, mode, tokens, args.window, src)
                     runs.setdefault(name, []).append(cpu)
                     runs.setdefault(f"{name} bytes/s", []).append(written)
                     print(f"{name}: {cpu:.1f} % of a core · {written / 1000:.1f} kB/s", flush=True)
@@ -179,6 +190,9 @@ def main() -> None:
         if figures.get("proxy screen 120x36"):
             result["slots_over_proxy_screen"] = round(slots / figures["proxy screen 120x36"], 3)
             line += f"; ÷ proxy screen {result['slots_over_proxy_screen']}"
+        if floor := figures.get(FLOOR):
+            result["slots_over_floor"] = round(slots / floor, 2)
+            line += f"; the bare relay {floor:.2f} % (slots ÷ it {result['slots_over_floor']})"
         if "proxy jsonl" in figures:
             result["drawing_percent"] = round(slots - figures["proxy jsonl"], 2)
             line += f"; its drawing (minus the proxy alone) {result['drawing_percent']:.1f} %"
